@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -124,27 +125,61 @@ func referencingActions(ctx context.Context, conn *sql.Conn, schema, table, even
 	return acts, wrapErr(rows.Err())
 }
 
-// reach is the condition, over the referencing table named qf_ref, of the rows the DELETE's
-// referenced rows are referenced by.
-func (d *refDelete) reach(a refAction) string {
-	var on []string
-	for i, c := range a.columns {
-		on = append(on, d.alias+"."+quoteIdent(a.refs[i])+" = qf_ref."+quoteIdent(c))
+// deleteRows is the temporary table of the rows a DELETE reaches (their rowid, qf_row, and
+// the columns keys reference, qf_k0...), read before any step: PostgreSQL evaluates the
+// WHERE once, on the tables as they were, and the actions hide or drop the referencing
+// tables a WHERE may read (NOT EXISTS (SELECT 1 FROM child ...)).
+const deleteRows = "temp.main.qf_delete_rows"
+
+// referencedColumns are the referenced columns acts' keys name, each once, in order.
+func referencedColumns(acts []refAction) []string {
+	var out []string
+	for _, a := range acts {
+		for _, ref := range a.refs {
+			if !slices.ContainsFunc(out, func(c string) bool { return strings.EqualFold(c, ref) }) {
+				out = append(out, ref)
+			}
+		}
 	}
-	cond := strings.Join(on, " AND ")
-	if d.where != "" {
-		cond = "(" + d.where + ") AND " + cond
+	return out
+}
+
+// chosen is the statement (with the DELETE's parameters) that fills deleteRows.
+func (d *refDelete) chosen(keys []string) step {
+	cols := []string{d.alias + ".rowid AS qf_row"}
+	for i, k := range keys {
+		cols = append(cols, fmt.Sprintf("%s.%s AS qf_k%d", d.alias, quoteIdent(k), i))
 	}
-	alias := ""
+	alias, where := "", ""
 	if d.alias != qualified(d.schema, d.table) {
 		alias = " AS " + d.alias
 	}
-	return "EXISTS (SELECT 1 FROM " + qualified(d.schema, d.table) + alias + " WHERE " + cond + ")"
+	if d.where != "" {
+		where = " WHERE " + d.where
+	}
+	return step{"CREATE OR REPLACE TEMPORARY TABLE " + strings.TrimPrefix(deleteRows, "temp.main.") + " AS SELECT " + strings.Join(cols, ", ") +
+		" FROM " + qualified(d.schema, d.table) + alias + where, true}
 }
 
-// cascade performs d's actions and the DELETE (again) in one transaction. first is DuckDB's
-// refusal of the DELETE.
-func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args []any, first error, again func() (query.Rows, error)) (query.Rows, error) {
+// reach is the condition, over the referencing table named qf_ref, of the rows the DELETE's
+// rows (deleteRows, keys its columns) are referenced by.
+func (d *refDelete) reach(a refAction, keys []string) string {
+	var on []string
+	for i, c := range a.columns {
+		k := slices.IndexFunc(keys, func(k string) bool { return strings.EqualFold(k, a.refs[i]) })
+		on = append(on, fmt.Sprintf("qf_del.qf_k%d = qf_ref.%s", k, quoteIdent(c)))
+	}
+	return "EXISTS (SELECT 1 FROM " + deleteRows + " AS qf_del WHERE " + strings.Join(on, " AND ") + ")"
+}
+
+// deleteChosen is the DELETE of the rows in deleteRows, without parameters.
+func (d *refDelete) deleteChosen() string {
+	return "DELETE FROM " + qualified(d.schema, d.table) + " WHERE rowid IN (SELECT qf_row FROM " + deleteRows + ")"
+}
+
+// cascade performs d's actions and the DELETE (again, as the statement without parameters
+// instead runs) in one transaction. first is DuckDB's refusal of the DELETE.
+func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args []any, first error, instead func(sqlText string) (query.Rows, error)) (query.Rows, error) {
 	acts, err := d.actions(ctx, conn)
 	if err != nil || len(acts) == 0 {
 		return nil, first
@@ -162,23 +197,43 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 		}
 		sets = append(sets, set)
 	}
-	rows, err := withReferencingAside(ctx, conn, inTx, d.schema, d.table, args, nil, func(copyOf func(schema, table string) string) []step {
-		var steps []step
-		for i, a := range acts {
-			if a.action == 'c' {
-				steps = append(steps, step{"DELETE FROM " + copyOf(a.schema, a.table) + " AS qf_ref WHERE " + d.reach(a), true})
-			} else {
-				steps = append(steps, step{"UPDATE " + copyOf(a.schema, a.table) + " AS qf_ref SET " + sets[i] + " WHERE " + d.reach(a), true})
-			}
-		}
-		return steps
-	}, false, again)
+	rows, err := d.aside(ctx, conn, inTx, args, acts, sets, instead)
 	if err == errOrphans { // a key without an action references a deleted row: PostgreSQL's refusal
 		return nil, first
 	} else if err != nil && isForeignKeyViolation(err) { // a key with an action a row the action reaches (one level only)
 		return nil, d.referencedInTurn(ctx, conn, acts, first)
 	}
 	return rows, err
+}
+
+// aside performs acts (sets: each SET NULL / DEFAULT action's SET list) and the DELETE of the
+// rows its WHERE reaches (instead runs it, without parameters) with the referencing tables
+// hidden or created again, in one transaction (the client's when inTx): errOrphans when a
+// row is left referencing none.
+func (d *refDelete) aside(ctx context.Context, conn *sql.Conn, inTx bool, args []any, acts []refAction, sets []string,
+	instead func(sqlText string) (query.Rows, error)) (query.Rows, error) {
+	keys := referencedColumns(acts)
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+deleteRows) //nolint:errcheck // gone with a rollback
+	before := []step{d.chosen(keys)}
+	return withReferencingAside(ctx, conn, inTx, d.schema, d.table, args, before, func(copyOf func(schema, table string) string) []step {
+		var steps []step
+		for i, a := range acts {
+			if a.action == 'c' {
+				steps = append(steps, step{"DELETE FROM " + copyOf(a.schema, a.table) + " AS qf_ref WHERE " + d.reach(a, keys), false})
+			} else {
+				steps = append(steps, step{"UPDATE " + copyOf(a.schema, a.table) + " AS qf_ref SET " + sets[i] + " WHERE " + d.reach(a, keys), false})
+			}
+		}
+		return steps
+	}, false, func() (query.Rows, error) { return instead(d.deleteChosen()) })
+}
+
+// runInstead runs sqlText, a statement without parameters, on conn in place of q (p's kind:
+// its count tag).
+func runInstead(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, sqlText string) (query.Rows, error) {
+	plain := *q
+	plain.Args = nil
+	return run(ctx, conn, &plain, &prepared{sqlText: sqlText, kind: p.kind}, func() {})
 }
 
 // referencedInTurn is the error of a DELETE whose actions reach rows that are referenced in
@@ -239,5 +294,5 @@ func (e *Engine) retryDelete(ctx context.Context, conn *sql.Conn, inTx bool, cli
 	if err != nil {
 		return nil, first
 	}
-	return d.cascade(ctx, conn, false, args, first, func() (query.Rows, error) { return run(ctx, conn, q, p, func() {}) })
+	return d.cascade(ctx, conn, false, args, first, func(sqlText string) (query.Rows, error) { return runInstead(ctx, conn, q, p, sqlText) })
 }

@@ -57,3 +57,40 @@ func withoutReferentialActions(sqlText string) (string, bool) {
 	out.WriteString(sqlText[min(from, len(sqlText)):])
 	return out.String(), true
 }
+
+// withoutDeferrability is sqlText, a CREATE TABLE, without its constraints' [NOT] DEFERRABLE
+// and INITIALLY DEFERRED / IMMEDIATE, which DuckDB refuses ("Constraint not implemented"), and
+// whether it had any. The key is checked as each statement runs, as deferrability reads (the
+// words are reserved in PostgreSQL: no column is named so without quotes).
+func withoutDeferrability(sqlText string) (string, bool) {
+	if !containsFold(sqlText, "deferrable") && !containsFold(sqlText, "initially") {
+		return sqlText, false
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
+	var out strings.Builder
+	from, found := 0, false
+	for i := 0; i < len(toks); i++ {
+		end := i
+		switch {
+		case isWord(toks[i], "not") && i+1 < len(toks) && isWord(toks[i+1], "deferrable"):
+			end = i + 2
+		case isWord(toks[i], "deferrable"):
+			end = i + 1
+		case isWord(toks[i], "initially") && i+1 < len(toks) && (isWord(toks[i+1], "deferred") || isWord(toks[i+1], "immediate")):
+			end = i + 2
+		default:
+			continue
+		}
+		out.WriteString(sqlText[from:toks[i].Pos])
+		from, found = len(sqlText), true
+		if end < len(toks) {
+			from = toks[end].Pos
+		}
+		i = end - 1
+	}
+	if !found {
+		return sqlText, false
+	}
+	out.WriteString(sqlText[from:])
+	return out.String(), true
+}

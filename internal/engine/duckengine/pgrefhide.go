@@ -19,23 +19,30 @@ import (
 // never named the referenced table, so its drop takes nothing from the list). Renames and
 // creates are catalog changes: the cost is no longer a copy of the referencing rows. The rows
 // the statement leaves referencing none are counted as with the tables created again
-// (orphanChecks). DuckDB renames no table with an index of its own or a table a key references:
-// such a family is created again.
+// (orphanChecks). DuckDB renames no table with an index of its own: its indexes are dropped
+// first and created again last (Django and Rails index every key column; an index's build is
+// a fraction of the rows' re-insert). Nor a table a key references: such a family (two
+// levels) is created again.
 
 // hideable reports whether every referencing table of a family can be hidden.
 func hideable(children []familyTable) bool {
 	for _, t := range children {
-		if len(t.indexes) > 0 || t.referenced {
+		if t.referenced {
 			return false
 		}
 	}
 	return len(children) > 0
 }
 
-// standIn are the statements that create, with t renamed to hidden, its stand-in (named as t,
-// t's columns, each of its keys to schema.table referencing a key table of the same types) and
-// those that drop it and rename t back.
+// standIn are the statements that create, with t renamed to hidden (its indexes dropped), its
+// stand-in (named as t, t's columns, each of its keys to schema.table referencing a key table
+// of the same types) and those that drop it and rename t back (its indexes are created again
+// by the caller, last: t.indexes).
 func standIn(ctx context.Context, conn *sql.Conn, t familyTable, schema, table, hidden string) (create, restore []step, err error) {
+	create, err = indexDrops(ctx, conn, t)
+	if err != nil {
+		return nil, nil, err
+	}
 	rows, err := conn.QueryContext(ctx, `SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = current_database()
 		AND schema_name = ? AND table_name = ? ORDER BY column_index`, t.schema, t.name)
 	if err != nil {
@@ -63,7 +70,7 @@ func standIn(ctx context.Context, conn *sql.Conn, t familyTable, schema, table, 
 		return nil, nil, wrapErr(err)
 	}
 	defer keys.Close()
-	create = []step{{"ALTER TABLE " + qualified(t.schema, t.name) + " RENAME TO " + quoteIdent(hidden), false}}
+	create = append(create, step{"ALTER TABLE " + qualified(t.schema, t.name) + " RENAME TO " + quoteIdent(hidden), false})
 	var drops []step
 	for k := 0; keys.Next(); k++ {
 		var cols []any
@@ -95,13 +102,16 @@ func standIn(ctx context.Context, conn *sql.Conn, t familyTable, schema, table, 
 // transaction is the caller's.
 func withReferencingHidden(ctx context.Context, conn *sql.Conn, schema, table string, children []familyTable, args []any, before []step,
 	actions func(tableOf func(schema, table string) string) []step, late bool, again func() (query.Rows, error)) (query.Rows, error) {
-	var hide, restore []step
+	var hide, restore, indexes []step
 	for i, t := range children {
 		create, back, err := standIn(ctx, conn, t, schema, table, fmt.Sprintf("qf_hidden_%d", i))
 		if err != nil {
 			return nil, err
 		}
 		hide, restore = append(hide, create...), append(restore, back...)
+		for _, index := range t.indexes {
+			indexes = append(indexes, step{index, false})
+		}
 	}
 	checks, err := orphanChecks(ctx, conn, schema, table)
 	if err != nil {
@@ -120,10 +130,29 @@ func withReferencingHidden(ctx context.Context, conn *sql.Conn, schema, table st
 	if err != nil {
 		return nil, err
 	}
-	if err := execSteps(ctx, conn, restore, args); err != nil {
+	if err := execSteps(ctx, conn, append(restore, indexes...), args); err != nil {
 		return nil, err
 	}
 	return rows, countOrphans(ctx, conn, checks)
+}
+
+// indexDrops are the DROP INDEX statements of t's indexes (those t.indexes creates).
+func indexDrops(ctx context.Context, conn *sql.Conn, t familyTable) ([]step, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT index_name FROM duckdb_indexes() WHERE database_name = current_database()
+		AND schema_name = ? AND table_name = ? AND sql IS NOT NULL ORDER BY index_oid`, t.schema, t.name)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	defer rows.Close()
+	var drops []step
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, wrapErr(err)
+		}
+		drops = append(drops, step{"DROP INDEX " + qualified(t.schema, name), false})
+	}
+	return drops, wrapErr(rows.Err())
 }
 
 // countOrphans runs orphanChecks' queries: errOrphans when one counts a row.

@@ -48,7 +48,7 @@ func (e *Engine) noteDeclaredActions(db *sql.DB) {
 // key-setting UPDATE of a table such keys reference; ok is false for any other statement, left
 // to run as it is.
 func (e *Engine) actionsInTransaction(ctx context.Context, conn *sql.Conn, client, q *query.Request, p *prepared) (rows query.Rows, ok bool, err error) {
-	again := func() (query.Rows, error) { return run(ctx, conn, q, p, func() {}) }
+	instead := func(sqlText string) (query.Rows, error) { return runInstead(ctx, conn, q, p, sqlText) }
 	refused := &query.Error{Code: sqlstate.ForeignKeyViolation, Message: "a foreign key without an action references a row the statement deletes or changes"}
 	if d := pgRefDelete(client, p.sqlText); d != nil {
 		acts, err := d.actions(ctx, conn)
@@ -59,7 +59,7 @@ func (e *Engine) actionsInTransaction(ctx context.Context, conn *sql.Conn, clien
 		if err != nil {
 			return nil, true, err
 		}
-		rows, err := d.cascade(ctx, conn, true, args, refused, again)
+		rows, err := d.cascade(ctx, conn, true, args, refused, instead)
 		return rows, true, err
 	}
 	u := pgRefUpdate(client, p.sqlText)
@@ -84,6 +84,6 @@ func (e *Engine) actionsInTransaction(ctx context.Context, conn *sql.Conn, clien
 	if err != nil {
 		return nil, true, err
 	}
-	rows, err = u.cascade(ctx, conn, true, args, refused, again)
+	rows, err = u.cascade(ctx, conn, true, args, refused, instead)
 	return rows, true, err
 }

@@ -35,7 +35,8 @@ func pgCreateTable(sqlText string) (stmts []string, fresh *freshSequences, ok bo
 		return nil, nil, false
 	}
 	sqlText, noActions := withoutReferentialActions(sqlText)
-	if noActions {
+	sqlText, notDeferrable := withoutDeferrability(sqlText)
+	if noActions = noActions || notDeferrable; noActions {
 		h, _ = readCreateTable(sqlText, sqltok.Postgres)
 	}
 	toks, name, at, temporary, ifNotExists := h.toks, h.name, h.open, h.temporary, h.ifNotExists

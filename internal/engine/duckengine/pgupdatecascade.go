@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -24,9 +25,10 @@ import (
 // refUpdate is UPDATE [ONLY] t [[AS] a] SET c = e, ... [WHERE cond] of a PostgreSQL client, as
 // DuckDB runs it, without FROM or RETURNING.
 type refUpdate struct {
-	refDelete                   // the table, its alias and the WHERE
-	sets      map[string]string // column (lower case) -> its new value's expression
-	exprs     []string          // every SET expression, in order (the map reads each: parameters)
+	refDelete                // the table, its alias and the WHERE
+	sets      map[string]int // column (lower case) -> its new value's expression's index in exprs
+	columns   []string       // the columns SET, in order
+	exprs     []string       // their new values' expressions
 }
 
 // pgRefUpdate reads such an UPDATE; nil for any other statement.
@@ -54,7 +56,7 @@ func pgRefUpdate(client *query.Request, sqlText string) *refUpdate {
 	if len(name) == 0 || len(name) > 3 {
 		return nil
 	}
-	u := &refUpdate{sets: map[string]string{}}
+	u := &refUpdate{sets: map[string]int{}}
 	u.table = name[len(name)-1]
 	if len(name) >= 2 {
 		u.schema = duckSchema(name[len(name)-2])
@@ -81,8 +83,8 @@ func pgRefUpdate(client *query.Request, sqlText string) *refUpdate {
 		}
 		last := part[len(part)-1]
 		expr := sqlText[part[2].Pos : last.Pos+len(last.Text)]
-		u.sets[strings.ToLower(pgIdent(part[0]))] = expr
-		u.exprs = append(u.exprs, expr)
+		u.sets[strings.ToLower(pgIdent(part[0]))] = len(u.exprs)
+		u.columns, u.exprs = append(u.columns, pgIdent(part[0])), append(u.exprs, expr)
 	}
 	if where < len(toks) {
 		if where+1 >= len(toks) || isWord(toks[where+1], "current") {
@@ -100,14 +102,16 @@ type step struct {
 	args bool
 }
 
-// cascade performs u's ON UPDATE actions and the UPDATE (again) in one transaction; first is
-// DuckDB's refusal of it.
-func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args []any, first error, again func() (query.Rows, error)) (query.Rows, error) {
+// cascade performs u's ON UPDATE actions and the UPDATE (again, as the statement without
+// parameters instead runs) in one transaction; first is DuckDB's refusal of it.
+func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args []any, first error, instead func(sqlText string) (query.Rows, error)) (query.Rows, error) {
 	acts, err := referencingActions(ctx, conn, u.schema, u.table, "on_update")
 	if err != nil || len(acts) == 0 {
 		return nil, first
 	}
-	var before []step
+	keys := referencedColumns(acts)
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+updateRows) //nolint:errcheck // gone with a rollback
+	before := []step{u.chosen(keys)}
 	var tails []string // each action's UPDATE of its table's copy, after the copy's name
 	for i, a := range acts {
 		if strings.EqualFold(a.table, u.table) {
@@ -115,7 +119,7 @@ func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 		}
 		mapName := fmt.Sprintf("temp.main.qf_update_map_%d", i)
 		defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+mapName) //nolint:errcheck // gone with a rollback
-		before = append(before, step{u.keyMap(a, mapName), true})
+		before = append(before, step{u.keyMap(a, keys, mapName), false})
 		var match, next []string
 		for j, c := range a.columns {
 			match = append(match, fmt.Sprintf("qf_map.o%d = qf_ref.%s", j, quoteIdent(c)))
@@ -135,7 +139,7 @@ func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 			steps[i] = step{"UPDATE " + copyOf(a.schema, a.table) + tails[i], false}
 		}
 		return steps
-	}, true, again)
+	}, true, func() (query.Rows, error) { return instead(u.updateChosen()) })
 	if err == errOrphans { // RESTRICT, NO ACTION: PostgreSQL's refusal
 		return nil, first
 	} else if err != nil && isForeignKeyViolation(err) {
@@ -150,33 +154,51 @@ func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 	return rows, err
 }
 
-// keyMap is the statement that creates the temporary table mapName: each row the UPDATE
-// reaches whose key a references changes, that key before (o0...) and after (n0...), and
-// every SET expression (e0...), so that the statement holds all of the UPDATE's parameters.
-func (u *refUpdate) keyMap(a refAction, mapName string) string {
+// updateRows is deleteRows' for an UPDATE: the rows it reaches (qf_row), their referenced
+// columns before (qf_k0...) and every SET expression's value (qf_e0...), read once, before
+// any step, on the tables as they were. A volatile expression (random()) is read once.
+const updateRows = "temp.main.qf_update_rows"
+
+// chosen is the statement (with the UPDATE's parameters) that fills updateRows.
+func (u *refUpdate) chosen(keys []string) step {
+	s := u.refDelete.chosen(keys)
+	var values []string
+	for j, e := range u.exprs {
+		values = append(values, fmt.Sprintf("(%s) AS qf_e%d", e, j))
+	}
+	s.sql = strings.Replace(s.sql, strings.TrimPrefix(deleteRows, "temp.main."), strings.TrimPrefix(updateRows, "temp.main."), 1)
+	s.sql = strings.Replace(s.sql, " AS qf_row", " AS qf_row, "+strings.Join(values, ", "), 1)
+	return s
+}
+
+// updateChosen is the UPDATE of the rows in updateRows to their values there, without
+// parameters.
+func (u *refUpdate) updateChosen() string {
+	var sets []string
+	for j, c := range u.columns {
+		sets = append(sets, fmt.Sprintf("%s = qf_u.qf_e%d", quoteIdent(c), j))
+	}
+	return "UPDATE " + qualified(u.schema, u.table) + " AS qf_target SET " + strings.Join(sets, ", ") + " FROM " + updateRows +
+		" AS qf_u WHERE qf_target.rowid = qf_u.qf_row"
+}
+
+// keyMap is the statement that creates the temporary table mapName from updateRows (keys its
+// referenced columns): each row whose key a references changes, that key before (o0...) and
+// after (n0...).
+func (u *refUpdate) keyMap(a refAction, keys []string, mapName string) string {
 	var cols, changed []string
 	for j, ref := range a.refs {
-		before := u.alias + "." + quoteIdent(ref)
+		k := slices.IndexFunc(keys, func(k string) bool { return strings.EqualFold(k, ref) })
+		before := fmt.Sprintf("qf_u.qf_k%d", k)
 		next := before
 		if e, ok := u.sets[strings.ToLower(ref)]; ok {
-			next = "(" + e + ")"
+			next = fmt.Sprintf("qf_u.qf_e%d", e)
 		}
 		cols = append(cols, fmt.Sprintf("%s AS o%d, %s AS n%d", before, j, next, j))
 		changed = append(changed, fmt.Sprintf("o%d IS DISTINCT FROM n%d", j, j))
 	}
-	for j, e := range u.exprs {
-		cols = append(cols, fmt.Sprintf("(%s) AS e%d", e, j))
-	}
-	alias := ""
-	if u.alias != qualified(u.schema, u.table) {
-		alias = " AS " + u.alias
-	}
-	where := ""
-	if u.where != "" {
-		where = " WHERE " + u.where
-	}
 	return "CREATE OR REPLACE TEMPORARY TABLE " + strings.TrimPrefix(mapName, "temp.main.") + " AS SELECT * FROM (SELECT " +
-		strings.Join(cols, ", ") + " FROM " + qualified(u.schema, u.table) + alias + where + ") WHERE " + strings.Join(changed, " OR ")
+		strings.Join(cols, ", ") + " FROM " + updateRows + " AS qf_u) WHERE " + strings.Join(changed, " OR ")
 }
 
 // orderedColumns are the table's columns, in order (schema: a PostgreSQL client's).
@@ -232,5 +254,5 @@ func (e *Engine) retryUpdate(ctx context.Context, conn *sql.Conn, inTx bool, cli
 	if err != nil {
 		return nil, first
 	}
-	return u.cascade(ctx, conn, false, args, first, func() (query.Rows, error) { return run(ctx, conn, q, p, func() {}) })
+	return u.cascade(ctx, conn, false, args, first, func(sqlText string) (query.Rows, error) { return runInstead(ctx, conn, q, p, sqlText) })
 }

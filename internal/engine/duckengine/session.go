@@ -158,7 +158,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 			return rows, nil
 		}
 	}
-	rows, err := s.mysqlWrite(ctx, client, q, func() (query.Rows, error) { return run(ctx, s.conn, q, st.p, cancel) })
+	rows, err := s.pgWrite(ctx, client, q, st.p, cancel, func() (query.Rows, error) { // pgrefwrites.go
+		return s.mysqlWrite(ctx, client, q, func() (query.Rows, error) { return run(ctx, s.conn, q, st.p, cancel) })
+	})
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
 		rows, err = s.e.retryDelete(outer, s.conn, s.status == 'T', client, q, st.p, err)
 		err = parentRowInUse(client, err)
