@@ -84,6 +84,10 @@ func newFleet(t *testing.T) *fleet {
 	if testing.Short() {
 		t.Skip("real-daemon test skipped in -short mode")
 	}
+	// Each fleet's daemons keep their files (a worker's last good configuration under
+	// queryflux-state-<name>-<control plane>) in a directory of their own: a port an earlier
+	// fleet used gives the same names, and its snapshot would start this fleet's worker.
+	t.Setenv("TMPDIR", t.TempDir())
 	db := migratedDatabase(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, ""))
