@@ -74,16 +74,7 @@ func TestTablesWithSchemaAsQueriesSeeThem(t *testing.T) {
 // TestPrimaryKeysInKeyOrder: GetPrimaryKeys (JDBC's getPrimaryKeys) lists a composite key's
 // columns in key order, not table order, for the named table only, on every engine kind.
 func TestPrimaryKeysInKeyOrder(t *testing.T) {
-	mariadb, _, _ := frontendtest.MariaDB(t)
-	for name, backend := range map[string]func(t *testing.T) query.Backend{
-		"postgres": func(t *testing.T) query.Backend {
-			return engineCore(t, engine.Spec{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)})
-		},
-		"duckdb": func(t *testing.T) query.Backend {
-			return engineCore(t, engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
-		},
-		"mariadb": func(t *testing.T) query.Backend { return frontendtest.NewBackend(mariadb) },
-	} {
+	for name, backend := range catalogBackends(t) {
 		t.Run(name, func(t *testing.T) {
 			cl := startServer(t, backend(t), Options{Auth: passwords{"alice": "pw"}})
 			ctx := login(t, cl, "alice", "pw")
@@ -110,16 +101,7 @@ func TestPrimaryKeysInKeyOrder(t *testing.T) {
 // order, with the delete rule, on every engine kind; on MySQL every primary key is named
 // PRIMARY, so a key must not be paired with other tables' keys.
 func TestForeignKeysBothWays(t *testing.T) {
-	mariadb, _, _ := frontendtest.MariaDB(t)
-	for name, backend := range map[string]func(t *testing.T) query.Backend{
-		"postgres": func(t *testing.T) query.Backend {
-			return engineCore(t, engine.Spec{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)})
-		},
-		"duckdb": func(t *testing.T) query.Backend {
-			return engineCore(t, engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
-		},
-		"mariadb": func(t *testing.T) query.Backend { return frontendtest.NewBackend(mariadb) },
-	} {
+	for name, backend := range catalogBackends(t) {
 		t.Run(name, func(t *testing.T) {
 			cl := startServer(t, backend(t), Options{Auth: passwords{"alice": "pw"}})
 			ctx := login(t, cl, "alice", "pw")
@@ -157,5 +139,21 @@ func TestForeignKeysBothWays(t *testing.T) {
 				t.Errorf("cross reference fk_parent <- fk_other: %s", got)
 			}
 		})
+	}
+}
+
+// catalogBackends open a backend on each engine kind whose catalog the metadata calls read:
+// PostgreSQL and DuckDB behind a proxy core, MariaDB (which describes nothing) behind the
+// test backend.
+func catalogBackends(t *testing.T) map[string]func(t *testing.T) query.Backend {
+	mariadb, _, _ := frontendtest.MariaDB(t)
+	return map[string]func(t *testing.T) query.Backend{
+		"postgres": func(t *testing.T) query.Backend {
+			return engineCore(t, engine.Spec{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)})
+		},
+		"duckdb": func(t *testing.T) query.Backend {
+			return engineCore(t, engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+		},
+		"mariadb": func(t *testing.T) query.Backend { return frontendtest.NewBackend(mariadb) },
 	}
 }

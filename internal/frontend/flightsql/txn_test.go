@@ -7,9 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -22,16 +20,6 @@ func txEngines(t *testing.T) []engine.Spec {
 		{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)},
 		{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"},
 	}
-}
-
-func dial(t *testing.T, addr string) *fsql.Client {
-	t.Helper()
-	c, err := fsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 func mustUpdate(t *testing.T, ctx context.Context, c *fsql.Client, sql string) {
@@ -162,12 +150,12 @@ func TestTransactionEndsWithItsConnectionOrIdling(t *testing.T) {
 	for _, idleTTL := range []time.Duration{0, 2 * time.Second} {
 		spec := engine.Spec{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)}
 		_, addr := serve(t, engineCore(t, spec), Options{Auth: passwords{"alice": "pw"}, TransactionIdleTTL: idleTTL})
-		c := dial(t, addr)
+		c := dialFlight(t, addr)
 		ctx := login(t, c, "alice", "pw")
 		mustUpdate(t, ctx, c, "CREATE TABLE t (n INTEGER PRIMARY KEY)")
 		holder, hctx := c, ctx
 		if idleTTL == 0 { // the default TTL (minutes): only the connection's end rolls back
-			holder = dial(t, addr)
+			holder = dialFlight(t, addr)
 			hctx = login(t, holder, "alice", "pw")
 		}
 		tx, err := holder.BeginTransaction(hctx)
