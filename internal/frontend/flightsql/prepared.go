@@ -386,3 +386,37 @@ func checkUnion(u array.Union) error {
 	}
 	return nil
 }
+
+// GetSchemaStatement describes a statement's result without running it (no capacity slot), as
+// a prepare does.
+func (s *Server) GetSchemaStatement(ctx context.Context, cmd fsql.StatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	return s.resultSchema(ctx, cmd.GetTransactionId(), cmd.GetQuery())
+}
+
+// GetSchemaPreparedStatement describes a prepared statement's result without running it.
+func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd fsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	p, err := s.preparedFor(ctx, cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, err
+	}
+	return s.resultSchema(ctx, p.txID, p.sql)
+}
+
+// resultSchema is the schema sql's result will have, as its engine describes it. A statement
+// the engine describes no result for (one without rows, or an engine that describes nothing,
+// MySQL) is told so rather than given an empty schema its result may not have.
+func (s *Server) resultSchema(ctx context.Context, txID []byte, sql string) (*flight.SchemaResult, error) {
+	tx, err := s.claimTx(ctx, txID)
+	if err != nil {
+		return nil, err
+	}
+	desc, ok, err := s.describeIn(ctx, tx, s.request(ctx, sql, nil))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if !ok || desc.Schema == nil {
+		return nil, status.Error(codes.Unimplemented,
+			"the engine describes no result for this statement without running it (it has no rows, or the engine cannot describe statements); execute it to learn its columns")
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(outSchema(desc.Schema), s.Alloc)}, nil
+}

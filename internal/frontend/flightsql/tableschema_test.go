@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
@@ -155,5 +156,52 @@ func catalogBackends(t *testing.T) map[string]func(t *testing.T) query.Backend {
 			return engineCore(t, engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
 		},
 		"mariadb": func(t *testing.T) query.Backend { return frontendtest.NewBackend(mariadb) },
+	}
+}
+
+// TestExecuteSchemaWithoutRunning: GetExecuteSchema (ADBC's execute_schema) and a prepared
+// statement's schema give the columns the statement's result has, without running it (a
+// described INSERT inserts nothing); MariaDB, which describes nothing, is told so.
+func TestExecuteSchemaWithoutRunning(t *testing.T) {
+	for name, backend := range catalogBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			cl := startServer(t, backend(t), Options{Auth: passwords{"alice": "pw"}})
+			ctx := login(t, cl, "alice", "pw")
+			mustUpdate(t, ctx, cl, "CREATE TABLE s (id INTEGER, name VARCHAR(10))")
+			res, err := cl.GetExecuteSchema(ctx, "SELECT id, name FROM s")
+			if name == "mariadb" {
+				wantCode(t, "a schema MariaDB cannot describe", err, codes.Unimplemented)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := flight.DeserializeSchema(res.GetSchema(), memory.DefaultAllocator)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := cl.Execute(ctx, "SELECT id, name FROM s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, _ := fetch(t, ctx, cl, info); !got.Equal(want) {
+				t.Fatalf("GetExecuteSchema\n%v\nwant (the result's)\n%v", got, want)
+			}
+			prep, err := cl.Prepare(ctx, "SELECT id, name FROM s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prep.Close(ctx)
+			if res, err := prep.GetSchema(ctx); err != nil {
+				t.Fatal(err)
+			} else if ps, err := flight.DeserializeSchema(res.GetSchema(), memory.DefaultAllocator); err != nil || !ps.Equal(got) {
+				t.Fatalf("the prepared statement's schema %v (%v), want %v", ps, err, got)
+			}
+			_, err = cl.GetExecuteSchema(ctx, "INSERT INTO s VALUES (1, 'x')")
+			wantCode(t, "the schema of an INSERT", err, codes.Unimplemented)
+			if got := count(t, ctx, cl, "s"); got != "0" {
+				t.Fatalf("a described INSERT inserted: %s rows", got)
+			}
+		})
 	}
 }
