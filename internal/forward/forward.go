@@ -218,23 +218,28 @@ func proofMAC(secret, owner, bind, clientAddr string, clientTLS bool, ts string)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// proven reports whether token proves the worker secret for a request to this worker with
-// bind, client address and TLS state. The secret itself is still taken from workers that
-// predate proofs.
-func (f *Forwarder) proven(token, bind, clientAddr string, clientTLS bool) bool {
+// proven checks that token proves the worker secret for a request to this worker with bind,
+// client address and TLS state: nil, ErrBadHop, or errStaleProof for a true proof dated too far
+// from this worker's clock (told apart only once the proof is known true, so that only a peer
+// learns of the clocks). The secret itself is still taken from workers that predate proofs.
+func (f *Forwarder) proven(token, bind, clientAddr string, clientTLS bool) error {
 	rest, ok := strings.CutPrefix(token, proofPrefix)
 	if !ok {
-		return workerapi.TokenEqual(token, f.opts.Secret)
+		if workerapi.TokenEqual(token, f.opts.Secret) {
+			return nil
+		}
+		return ErrBadHop
 	}
 	ts, mac, ok := strings.Cut(rest, ".")
 	sec, err := strconv.ParseInt(ts, 10, 64)
-	if !ok || err != nil {
-		return false
+	if !ok || err != nil || !hmac.Equal([]byte(mac), []byte(proofMAC(f.opts.Secret, f.self, bind, clientAddr, clientTLS, ts))) {
+		return ErrBadHop
 	}
 	if age := f.opts.Env.Now().Sub(time.Unix(sec, 0)); age > ProofAgeMax || age < -ProofAgeMax {
-		return false
+		return fmt.Errorf("%w: the peer's proof is dated %v from this worker's clock, more than %v either way: the two workers' clocks differ (a stepped clock?)",
+			ErrBadHop, age.Round(time.Second), ProofAgeMax)
 	}
-	return hmac.Equal([]byte(mac), []byte(proofMAC(f.opts.Secret, f.self, bind, clientAddr, clientTLS, ts)))
+	return nil
 }
 
 // Inbound reads the forwarding headers of a request (get returns one header's value) that asks
@@ -249,9 +254,13 @@ func (f *Forwarder) Inbound(get func(name string) string, bind string) (Hop, err
 	}
 	clientAddr, tlsText := get(HeaderClientAddr), get(HeaderClientTLS)
 	tlsOn, _ := strconv.ParseBool(tlsText)
-	if !f.proven(get(HeaderSecret), bind, clientAddr, tlsOn) {
-		f.metrics.received.WithLabelValues("refused").Inc()
-		return Hop{}, ErrBadHop
+	if err := f.proven(get(HeaderSecret), bind, clientAddr, tlsOn); err != nil {
+		outcome := "refused"
+		if err != ErrBadHop {
+			outcome = "refused_clock"
+		}
+		f.metrics.received.WithLabelValues(outcome).Inc()
+		return Hop{}, err
 	}
 	f.metrics.received.WithLabelValues("ok").Inc()
 	return Hop{Forwarded: true, ClientAddr: clientAddr, ClientTLS: tlsOn}, nil

@@ -3,6 +3,7 @@ package forward
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -141,6 +142,14 @@ func TestForwardProofExpires(t *testing.T) {
 		_, err := w2.Inbound(func(k string) string { return h[k] }, BindTrino)
 		if (err == nil) != c.pass {
 			t.Errorf("a proof dated %s from now: %v, want pass %v", c.at.Sub(now), err, c.pass)
+		}
+		if !c.pass && !strings.Contains(fmt.Sprint(err), "clocks differ") {
+			t.Errorf("a true proof dated %s from now: %v, want it to say the clocks differ", c.at.Sub(now), err)
+		}
+		forged := map[string]string{HeaderHop: "1", HeaderSecret: proof("not-the-secret", OwnerID("w2"), BindTrino, "10.0.0.1:1", false, c.at),
+			HeaderClientAddr: "10.0.0.1:1", HeaderClientTLS: "false"}
+		if _, err := w2.Inbound(func(k string) string { return forged[k] }, BindTrino); err != ErrBadHop {
+			t.Errorf("a forged proof dated %s from now: %v, want only ErrBadHop (nothing of the clocks)", c.at.Sub(now), err)
 		}
 	}
 }

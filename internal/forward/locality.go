@@ -344,8 +344,11 @@ func (f *Forwarder) QueryHandler(backend query.Backend) http.HandlerFunc {
 			return
 		}
 		hop, err := f.Inbound(r.Header.Get, BindQuery(body))
-		if err != nil || !hop.Forwarded {
-			workerapi.WriteError(w, http.StatusForbidden, ErrBadHop.Error(), HeaderSecret)
+		if err == nil && !hop.Forwarded {
+			err = ErrBadHop
+		}
+		if err != nil {
+			workerapi.WriteError(w, http.StatusForbidden, err.Error(), HeaderSecret)
 			return
 		}
 		var pq peerQuery
