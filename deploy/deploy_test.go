@@ -284,7 +284,8 @@ func placeholder(name string) string {
 	if strings.HasSuffix(name, "DATABASE_URL") {
 		return "postgres://queryflux:placeholder@postgres:5432/queryflux"
 	}
-	return "placeholder-secret-for-config-check"
+	// One value per secret: config check refuses an admin token equal to the worker secret.
+	return "placeholder-secret-for-config-check-" + strings.ToLower(name)
 }
 
 // The repository's other example configurations pass `queryflux config check` as well.
