@@ -25,7 +25,7 @@ import (
 // noteActions marks the engine as maybe having a key with an action when client's statement,
 // one the engine runs as its own DDL, declares one.
 func (e *Engine) noteActions(client *query.Request) {
-	if client.Protocol != query.ProtocolPostgres || e.actionsMaybe.Load() || !containsFold(client.SQL, "references") {
+	if !withActionsOf(client) || e.actionsMaybe.Load() || !containsFold(client.SQL, "references") { // MySQL's: mysqlactions.go
 		return
 	}
 	if _, declares := withoutReferentialActions(client.SQL); declares {
