@@ -33,7 +33,7 @@ func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []st
 	if len(table) == 2 {
 		db = table[0]
 	}
-	names, keys, byName := tableColumnKeys(ctx, conn, db, table[len(table)-1])
+	names, keys, byName := cachedColumnKeys(ctx, conn, db, table[len(table)-1])
 	if names == nil {
 		return nil
 	}
@@ -46,6 +46,25 @@ func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []st
 		out = append(out, byName[strings.ToLower(item)])
 	}
 	return out
+}
+
+// cachedColumnKeys is tableColumnKeys, kept for the statements of pooled connections
+// (columnkeycache.go).
+func cachedColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) (names, keys []string, byName map[string]string) {
+	c := columnKeysCacheOf(ctx)
+	if c == nil {
+		return tableColumnKeys(ctx, conn, db, table)
+	}
+	t := tableName{db: db, table: strings.ToLower(table)}
+	if k, ok := c.get(t); ok {
+		return k.names, k.keys, k.byName
+	}
+	gen := c.gen.Load()
+	names, keys, byName = tableColumnKeys(ctx, conn, db, table)
+	if names != nil {
+		c.put(t, tableKeys{gen: gen, names: names, keys: keys, byName: byName})
+	}
+	return names, keys, byName
 }
 
 // tableColumnKeys reads the table's columns in order with their MetaColumnKey values; nil

@@ -33,7 +33,7 @@ type runningQuery struct {
 	id, slug string
 	user     string      // who may kill it through /v1/query
 	sql      string      // what the engine runs, which its error positions count in
-	header   http.Header // set on every response of the query (PREPARE's X-Trino-Added-Prepare)
+	header   http.Header // set on every response of the query (PREPARE's X-Trino-Added-Prepare); replaced whole under mu (setHeader)
 	created  time.Time
 	cancel   context.CancelFunc
 
@@ -117,8 +117,12 @@ func (s *Server) start(req *query.Request) (*runningQuery, func()) {
 	now := time.Now()
 	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel,
 		state: stateQueued, lastToken: -1, lastAccess: now}
-	update, header, prepare := sessionStatement(req.SQL)
-	if prepare { // answered by the proxy: the client keeps its session
+	update, header, prepare, err := sessionStatement(req)
+	switch {
+	case err != nil:
+		q.fail(err)
+		cancel()
+	case prepare: // answered by the proxy: the client keeps its session
 		q.header, q.updateType, q.done, q.state = header, update, true, stateFinished
 		cancel()
 	}
@@ -168,11 +172,7 @@ func (q *runningQuery) forgettable() bool {
 func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 	defer s.wg.Done()
 	defer q.cancel()
-	if err := transactionStatement(req.SQL); err != nil {
-		q.fail(err)
-		return
-	}
-	rows, err := s.backend.Execute(ctx, req) // waits here while the backend queues the query
+	rows, err := s.execute(ctx, q, req) // waits here while the backend queues the query (txn.go)
 	if err != nil {
 		q.fail(err)
 		return
@@ -527,7 +527,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery
 	case final:
 		s.forgetLater(q)
 	}
-	for k, v := range q.header {
+	q.mu.Lock()
+	header := q.header // a transaction's statement sets it as it runs (txn.go)
+	q.mu.Unlock()
+	for k, v := range header {
 		w.Header()[k] = v
 	}
 	w.Header()["Content-Type"] = jsonType
