@@ -37,15 +37,30 @@ type engineFleet struct {
 	engineDB string // the cluster's database: its backends are the ones counted
 	workers  map[string]string
 	procs    map[string]*daemontest.Proc
+	// frontends are the workers' other frontends (newEngineFleetServing): each one's
+	// address by frontend name (as the worker's config names it), then by worker.
+	frontends map[string]map[string]string
 }
 
-func newEngineFleet(t *testing.T) *engineFleet {
+func newEngineFleet(t *testing.T) *engineFleet { return newEngineFleetServing(t) }
+
+// newEngineFleetServing is newEngineFleet whose workers also serve the frontends named (as a
+// worker's config names them: "mysql", ...) on ports of their own (ef.frontends).
+func newEngineFleetServing(t *testing.T, frontends ...string) *engineFleet {
 	engineURL, db := engineDatabases(t)
 	coordination := fmt.Sprintf("coordination: {mode: controlPlane, leaseTtlSecs: %d, driftMarginSecs: 1, sweepEverySecs: 1}", leaseTTLSecs)
 	f := startEngineControlPlane(t, engineURL, db, coordination, engineCap, 120)
-	ef := &engineFleet{fleet: f, engineDB: strings.TrimPrefix(engineURL.Path, "/"), workers: map[string]string{}, procs: map[string]*daemontest.Proc{}}
+	ef := &engineFleet{fleet: f, engineDB: strings.TrimPrefix(engineURL.Path, "/"), workers: map[string]string{},
+		procs: map[string]*daemontest.Proc{}, frontends: map[string]map[string]string{}}
+	for _, frontend := range frontends {
+		ef.frontends[frontend] = map[string]string{}
+	}
 	for _, name := range []string{"w1", "w2", "w3"} {
-		ef.workers[name], ef.procs[name] = startPGWorker(t, name, f.apiAddr, coordination, "")
+		var more map[string]string
+		ef.workers[name], more, ef.procs[name] = startWorker(t, name, f.apiAddr, coordination, "", frontends...)
+		for frontend, addr := range more { //determinism:ok each frontend's own map
+			ef.frontends[frontend][name] = addr
+		}
 	}
 	awaitPG(t, slices.Collect(maps.Values(ef.workers))...)
 	return ef
@@ -64,17 +79,29 @@ func startEngineControlPlane(t *testing.T, engineURL *url.URL, db, coordination 
 // (as the control plane's), more lines of its queryflux: section (indented by two, each ending
 // in a newline) and its PostgreSQL frontend on a free port; it returns that port's address.
 func startPGWorker(t *testing.T, name, cpAddr, coordination, more string) (string, *daemontest.Proc) {
-	addrs := daemontest.FreeAddrs(t, 2)
+	addr, _, p := startWorker(t, name, cpAddr, coordination, more)
+	return addr, p
+}
+
+// startWorker is startPGWorker whose worker also serves the frontends named, each on a free
+// port: their addresses by name.
+func startWorker(t *testing.T, name, cpAddr, coordination, more string, frontends ...string) (string, map[string]string, *daemontest.Proc) {
+	addrs := daemontest.FreeAddrs(t, 2+len(frontends))
+	others, lines := map[string]string{}, ""
+	for i, frontend := range frontends {
+		others[frontend] = addrs[2+i]
+		lines += fmt.Sprintf("    %s: {enabled: true, listen: %q}\n", frontend, addrs[2+i])
+	}
 	cfg := daemontest.WriteFile(t, name+".yaml", fmt.Sprintf(`queryflux:
   role: worker
   controlPlane: {url: "http://%s", secret: %q}
   %s
 %s  frontends:
     postgres: {enabled: true, listen: %q}
-`, cpAddr, workerSecret, coordination, more, addrs[0]))
+%s`, cpAddr, workerSecret, coordination, more, addrs[0], lines))
 	p := daemontest.Start(t, name, "serve", "--config", cfg, "--name", name, "--ops-listen", addrs[1],
 		"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
-	return addrs[0], p
+	return addrs[0], others, p
 }
 
 // awaitPG waits until a query runs through each PostgreSQL frontend of addrs.
