@@ -97,6 +97,30 @@ func (w *Walker) Name() string {
 	}
 }
 
+// NameParts reads a possibly qualified name's parts without their quotes; nil if none is
+// next. lowerUnquoted folds an unquoted part to lower case, as Trino names it; an engine that
+// keeps its own case (DuckDB) passes false.
+func (w *Walker) NameParts(lowerUnquoted bool) []string {
+	var parts []string
+	for {
+		t := w.Peek()
+		switch {
+		case t.Kind == Word && lowerUnquoted:
+			parts = append(parts, strings.ToLower(t.Text))
+		case t.Kind == Word:
+			parts = append(parts, t.Text)
+		case t.Kind == QuotedIdent:
+			parts = append(parts, strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`))
+		default:
+			return parts
+		}
+		w.i++
+		if !w.Punct(".") {
+			return parts
+		}
+	}
+}
+
 // Names reads names separated by commas, as written; ok is false if one is missing.
 func (w *Walker) Names() (names []string, ok bool) {
 	for {

@@ -40,3 +40,28 @@ func TestSplitAtCommas(t *testing.T) {
 		}
 	}
 }
+
+// TestNameParts: Trino folds an unquoted part to lower case, DuckDB keeps its case; a quoted
+// part is kept as written, its doubled quotes one, either way.
+func TestNameParts(t *testing.T) {
+	for _, c := range []struct {
+		sql         string
+		lower, kept string
+	}{
+		{`Cat."My ""S""".Tab like 'x'`, `cat|My "S"|tab`, `Cat|My "S"|Tab`},
+		{`"T"`, `T`, `T`},
+		{`'str'`, ``, ``},
+		{`a.`, `a`, `a`},
+	} {
+		for _, lower := range []bool{true, false} {
+			want := c.kept
+			if lower {
+				want = c.lower
+			}
+			got := strings.Join(NewWalker(Tokenize(c.sql, Trino)).NameParts(lower), "|")
+			if got != want {
+				t.Errorf("NameParts(%q, lower %v) = %q, want %q", c.sql, lower, got, want)
+			}
+		}
+	}
+}

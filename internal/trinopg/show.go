@@ -27,7 +27,7 @@ func showSQL(sqlText string, s Session) (string, bool, error) {
 	var l listing
 	switch {
 	case describe || r.Word("columns") && (r.Word("from") || r.Word("in")):
-		parts := nameParts(r)
+		parts := r.NameParts(true)
 		if len(parts) == 0 || len(parts) > 3 {
 			return "", false, nil
 		}
@@ -74,7 +74,7 @@ func showSQL(sqlText string, s Session) (string, bool, error) {
 // from reads FROM or IN and a possibly qualified name.
 func from(r *sqltok.Walker) ([]string, bool) {
 	if r.Word("from") || r.Word("in") {
-		return nameParts(r), true
+		return r.NameParts(true), true
 	}
 	return nil, false
 }
@@ -165,26 +165,6 @@ func (l listing) sql(r *sqltok.Walker) (string, bool) {
 		return "", false
 	}
 	return "SELECT " + l.cols + " FROM (" + l.inner + ") AS s" + where + " ORDER BY " + cmp.Or(l.order, first), true
-}
-
-// nameParts reads a possibly qualified name's parts, unquoted.
-func nameParts(r *sqltok.Walker) []string {
-	var parts []string
-	for {
-		t := r.Peek()
-		switch t.Kind {
-		case sqltok.Word: // Trino's unquoted names are lower case
-			parts = append(parts, strings.ToLower(t.Text))
-		case sqltok.QuotedIdent:
-			parts = append(parts, strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`))
-		default:
-			return parts
-		}
-		r.Next()
-		if !r.Punct(".") {
-			return parts
-		}
-	}
 }
 
 // quoteIdent quotes a name as PostgreSQL reads it; an unquoted Trino name is lower case.

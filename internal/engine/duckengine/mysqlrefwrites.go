@@ -58,8 +58,8 @@ func (s *session) mysqlWrite(ctx context.Context, client, q *query.Request, exec
 	} else {
 		rows, err = exec()
 	}
-	if err == nil && !slices.ContainsFunc(s.written, func(t string) bool { return strings.EqualFold(t, target) }) {
-		s.written = append(s.written, target)
+	if err == nil {
+		s.noteWritten(target)
 	}
 	return rows, err
 }

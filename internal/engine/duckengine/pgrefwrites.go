@@ -47,8 +47,8 @@ func (s *session) pgWrite(ctx context.Context, client, q *query.Request, p *prep
 	} else {
 		rows, err = exec()
 	}
-	if err == nil && !slices.ContainsFunc(s.written, func(t string) bool { return strings.EqualFold(t, target) }) {
-		s.written = append(s.written, target)
+	if err == nil {
+		s.noteWritten(target)
 	}
 	return rows, err
 }
@@ -67,4 +67,11 @@ func (s *session) referencingWritten(ctx context.Context, client, q *query.Reque
 		return nil, err
 	}
 	return d.aside(ctx, s.conn, true, args, nil, nil, func(sqlText string) (query.Rows, error) { return runInstead(ctx, s.conn, q, p, sqlText) })
+}
+
+// noteWritten remembers that the transaction wrote table, for wroteReferencing.
+func (s *session) noteWritten(table string) {
+	if !slices.ContainsFunc(s.written, func(t string) bool { return strings.EqualFold(t, table) }) {
+		s.written = append(s.written, table)
+	}
 }

@@ -181,22 +181,6 @@ func catalogLit(name string) string {
 
 func schemaLit(name string) string { return "lower(" + quoteString(cmp.Or(name, "main")) + ")" }
 
-// nameParts reads a possibly qualified name's parts, unquoted.
-func nameParts(r *sqltok.Walker) []string {
-	var parts []string
-	for {
-		t := r.Peek()
-		switch t.Kind {
-		case sqltok.Word:
-			parts = append(parts, t.Text)
-		case sqltok.QuotedIdent:
-			parts = append(parts, strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`))
-		default:
-			return parts
-		}
-		r.Next()
-		if !r.Punct(".") {
-			return parts
-		}
-	}
-}
+// nameParts reads a possibly qualified name's parts, unquoted, in the case written: DuckDB
+// matches names without regard to case, and keeps the case a name was created with.
+func nameParts(r *sqltok.Walker) []string { return r.NameParts(false) }

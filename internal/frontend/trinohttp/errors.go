@@ -148,6 +148,8 @@ func codeFor(state string) trinoCode {
 		return codeInvalidArgument
 	case sqlstate.NoActiveSQLTransaction:
 		return codeNotInTx
+	case sqlstate.InFailedSQLTransaction: // PostgreSQL's statement after an error in a transaction
+		return codeTxAborted
 	case sqlstate.InvalidTextRepresentation, sqlstate.InvalidDatetimeFormat: // a cast's text its type does not read
 		return codeInvalidCast
 	case sqlstate.NumericValueOutOfRange:
@@ -167,10 +169,13 @@ func codeFor(state string) trinoCode {
 // toQueryError turns any error into the error document a Trino client sees.
 func toQueryError(err error) *QueryError {
 	var qe *query.Error
+	var tf *trinoFailure
 	var tc trinoCode
 	var msg, state string
 	retry := false
 	switch {
+	case errors.As(err, &tf):
+		tc, msg = tf.code, tf.msg
 	case errors.As(err, &qe):
 		tc, msg, state, retry = codeFor(qe.Code), qe.Message, qe.Code, qe.Retryable
 		tc = refined(tc, msg)
@@ -239,25 +244,5 @@ func remoteErrorName(msg string) (*trinoCode, string) {
 	return &trinoCode{code: code, name: parts[0], kind: parts[2]}, msg[:i]
 }
 
-// Transactions: every statement runs on its own (autocommit), so START TRANSACTION is refused
-// with Trino's NOT_SUPPORTED, and COMMIT or ROLLBACK, with no transaction open, with
-// NOT_IN_TRANSACTION, as Trino answers them; trino-go-client's Begin then fails saying so.
-var (
-	errNoTransactions = &query.Error{Code: sqlstate.FeatureNotSupported, Message: "Transactions are not supported through this queryflux endpoint: every statement commits on its own"}
-	errNotInTx        = &query.Error{Code: sqlstate.NoActiveSQLTransaction, Message: "No transaction in progress"}
-)
-
-// transactionStatement is the refusal for START TRANSACTION, COMMIT and ROLLBACK, nil for
-// other statements.
-func transactionStatement(sql string) error {
-	p := &literalParser{s: sql}
-	switch verb := p.word(); { // read once, not once for each case: every statement comes here
-	case strings.EqualFold(verb, "START"):
-		if p.keyword("TRANSACTION") {
-			return errNoTransactions
-		}
-	case strings.EqualFold(verb, "COMMIT"), strings.EqualFold(verb, "ROLLBACK"):
-		return errNotInTx
-	}
-	return nil
-}
+// errNotInTx is Trino's answer to COMMIT or ROLLBACK outside a transaction (txn.go).
+var errNotInTx = &query.Error{Code: sqlstate.NoActiveSQLTransaction, Message: "No transaction in progress"}

@@ -43,7 +43,9 @@ func runTrino(t *testing.T, addr, sql string, header http.Header) ([][]any, *Que
 	if header != nil {
 		req.Header = header.Clone()
 	}
-	req.Header.Set("X-Trino-User", "carol")
+	if req.Header.Get("X-Trino-User") == "" {
+		req.Header.Set("X-Trino-User", "carol")
+	}
 	resp, qr := do(t, req)
 	seen := resp.Header.Clone()
 	var data [][]any

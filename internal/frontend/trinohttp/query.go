@@ -33,7 +33,7 @@ type runningQuery struct {
 	id, slug string
 	user     string      // who may kill it through /v1/query
 	sql      string      // what the engine runs, which its error positions count in
-	header   http.Header // set on every response of the query (PREPARE's X-Trino-Added-Prepare)
+	header   http.Header // set on every response of the query (PREPARE's X-Trino-Added-Prepare); replaced whole under mu (setHeader)
 	created  time.Time
 	cancel   context.CancelFunc
 
@@ -168,11 +168,7 @@ func (q *runningQuery) forgettable() bool {
 func (s *Server) run(ctx context.Context, q *runningQuery, req *query.Request) {
 	defer s.wg.Done()
 	defer q.cancel()
-	if err := transactionStatement(req.SQL); err != nil {
-		q.fail(err)
-		return
-	}
-	rows, err := s.backend.Execute(ctx, req) // waits here while the backend queues the query
+	rows, err := s.execute(ctx, q, req) // waits here while the backend queues the query (txn.go)
 	if err != nil {
 		q.fail(err)
 		return
@@ -527,7 +523,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery
 	case final:
 		s.forgetLater(q)
 	}
-	for k, v := range q.header {
+	q.mu.Lock()
+	header := q.header // a transaction's statement sets it as it runs (txn.go)
+	q.mu.Unlock()
+	for k, v := range header {
 		w.Header()[k] = v
 	}
 	w.Header()["Content-Type"] = jsonType

@@ -166,9 +166,15 @@ type Server struct {
 
 	mu      sync.Mutex
 	queries map[string]*runningQuery
-	seq     atomic.Uint64
-	random  randomBytes                // the ids' and slugs' random parts
-	idTime  atomic.Pointer[idTimeText] // the ids' date and time of the current second
+
+	// Transactions (txn.go): open ones by id, their count by user, and those being opened.
+	txns        map[string]*transaction
+	userTxns    map[string]int
+	txnsOpening int
+
+	seq    atomic.Uint64
+	random randomBytes                // the ids' and slugs' random parts
+	idTime atomic.Pointer[idTimeText] // the ids' date and time of the current second
 
 	refusals *prometheus.CounterVec   // statements refused at QueriesMax
 	shapes   shapes                   // the pages' columns and converters, by result schema
@@ -195,7 +201,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	opts.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{backend: backend, opts: opts, log: opts.Logger, started: time.Now(), ctx: ctx, cancel: cancel,
-		queries: map[string]*runningQuery{}, refusals: netlimit.BoundRefusals(opts.Registerer), work: make(chan func()),
+		queries: map[string]*runningQuery{}, txns: map[string]*transaction{}, userTxns: map[string]int{}, refusals: netlimit.BoundRefusals(opts.Registerer), work: make(chan func()),
 		shapes: newShapes()}
 	registerSpins(opts.Registerer, rawconn.Spins)
 	s.wg.Add(1)
@@ -339,6 +345,7 @@ func (s *Server) Close() error {
 		hs.Close()
 	}
 	s.wg.Wait()
+	s.endIdleTransactions(time.Time{}, true) // every statement has ended: each is idle
 	return nil
 }
 
@@ -763,6 +770,7 @@ func (s *Server) reapOnce(now time.Time) {
 	for _, q := range abandoned {
 		q.abandon()
 	}
+	s.endIdleTransactions(now.Add(-s.opts.AbandonAfter), false)
 }
 
 func (s *Server) lookup(f followUp) (*runningQuery, bool) {

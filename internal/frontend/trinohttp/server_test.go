@@ -467,30 +467,6 @@ func TestConcurrentRetriesOfAPollAgree(t *testing.T) {
 	}
 }
 
-// TestTransactionsRefusedAsTrino: trino-go-client's Begin gets Trino's NOT_SUPPORTED, and a
-// COMMIT or ROLLBACK without a transaction NOT_IN_TRANSACTION, instead of a protocol error.
-func TestTransactionsRefusedAsTrino(t *testing.T) {
-	eng, _, dbName := frontendtest.MariaDB(t)
-	ts := startServer(t, frontendtest.NewBackend(eng), Options{})
-	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr, Schema: dbName})
-	_, err := db.Begin()
-	var et *trino.ErrTrino
-	var qf *trino.ErrQueryFailed
-	if !errors.As(err, &qf) || !errors.As(qf.Reason, &et) || et.ErrorName != "NOT_SUPPORTED" || et.ErrorCode != 13 {
-		t.Fatalf("Begin: %v", err)
-	}
-	for _, stmt := range []string{"COMMIT", "rollback"} {
-		_, err = db.Exec(stmt)
-		if !errors.As(err, &qf) || !errors.As(qf.Reason, &et) || et.ErrorName != "NOT_IN_TRANSACTION" {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	var n int
-	if err := db.QueryRow("SELECT 1").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("after the refusals: %d, %v", n, err)
-	}
-}
-
 // A poll of a query with nothing new answers after its PollWait, never sooner, also when its
 // timer is one an earlier poll used: one that expired, and one stopped early by the end of
 // another query.

@@ -1,0 +1,175 @@
+package trinohttp
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/trinodb/trino-go-client/trino"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+)
+
+// trinoErrorName is the Trino error name err carries, "" for none.
+func trinoErrorName(err error) string {
+	var et *trino.ErrTrino
+	if errors.As(err, &et) {
+		return et.ErrorName
+	}
+	var qf *trino.ErrQueryFailed
+	if errors.As(err, &qf) && errors.As(qf.Reason, &et) {
+		return et.ErrorName
+	}
+	return ""
+}
+
+// Transactions through trino-go-client's BeginTx (X-Trino-Transaction-Id: NONE, then the id
+// the server started) on each engine: a rolled-back insert is gone, a committed one stays, a
+// row a transaction inserted is seen inside it and not outside it before COMMIT, a failed
+// statement aborts the transaction as in Trino (TRANSACTION_ALREADY_ABORTED until ROLLBACK),
+// and COMMIT or ROLLBACK outside one is NOT_IN_TRANSACTION.
+func TestTransactionsOnEachEngine(t *testing.T) {
+	maria, _, mariaDB := frontendtest.MariaDB(t)
+	for _, c := range []struct {
+		name    string
+		backend *frontendtest.Backend
+		schema  string
+	}{
+		{"postgres", postgresBackend(t), ""},
+		{"duckdb", duckBackend(t), ""},
+		{"mariadb", frontendtest.NewBackend(maria), mariaDB},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts := startServer(t, c.backend, Options{})
+			db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr, Schema: c.schema})
+			db.SetMaxOpenConns(2)
+			mustExec(t, db, "CREATE TABLE txt (id integer)")
+			count := func(q interface {
+				QueryRow(string, ...any) *sql.Row
+			}) int {
+				t.Helper()
+				var n int
+				if err := q.QueryRow("SELECT count(*) FROM txt").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			tx, err := db.Begin()
+			if err != nil {
+				t.Fatalf("Begin: %v", err)
+			}
+			if _, err := tx.Exec("INSERT INTO txt VALUES (1)"); err != nil {
+				t.Fatal(err)
+			}
+			if in, out := count(tx), count(db); in != 1 || out != 0 {
+				t.Fatalf("inside the transaction %d rows, outside %d; want 1 and 0", in, out)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatalf("Rollback: %v", err)
+			}
+			if n := count(db); n != 0 {
+				t.Fatalf("after ROLLBACK %d rows, want 0", n)
+			}
+			opts := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+			if c.name == "mariadb" { // MariaDB's START TRANSACTION takes no isolation level: left
+				opts = nil
+			}
+			tx, err = db.BeginTx(context.Background(), opts)
+			if err != nil {
+				t.Fatalf("BeginTx read committed: %v", err)
+			}
+			mustExec(t, tx, "INSERT INTO txt VALUES (2)")
+			if err := tx.Commit(); err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+			if n := count(db); n != 1 {
+				t.Fatalf("after COMMIT %d rows, want 1", n)
+			}
+
+			tx, err = db.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, tx, "INSERT INTO txt VALUES (3)")
+			if _, err := tx.Exec("INSERT INTO no_such_table VALUES (1)"); trinoErrorName(err) != "TABLE_NOT_FOUND" {
+				t.Fatalf("a missing table in a transaction: %v", err)
+			}
+			if _, err := tx.Exec("INSERT INTO txt VALUES (4)"); trinoErrorName(err) != "TRANSACTION_ALREADY_ABORTED" {
+				t.Fatalf("after a failure in the transaction: %v, want TRANSACTION_ALREADY_ABORTED", err)
+			}
+			if err := tx.Commit(); trinoErrorName(err) != "TRANSACTION_ALREADY_ABORTED" {
+				t.Fatalf("COMMIT of an aborted transaction: %v, want TRANSACTION_ALREADY_ABORTED", err)
+			}
+			if n := count(db); n != 1 {
+				t.Fatalf("after the aborted transaction %d rows, want 1", n)
+			}
+			for _, stmt := range []string{"COMMIT", "rollback"} {
+				if _, err := db.Exec(stmt); trinoErrorName(err) != "NOT_IN_TRANSACTION" {
+					t.Fatalf("%s outside a transaction: %v", stmt, err)
+				}
+			}
+			ts.mu.Lock()
+			open := len(ts.txns)
+			ts.mu.Unlock()
+			if open != 0 {
+				t.Fatalf("%d transactions still held after each ended", open)
+			}
+		})
+	}
+}
+
+func mustExec(t *testing.T, db interface {
+	Exec(string, ...any) (sql.Result, error)
+}, q string) {
+	t.Helper()
+	if _, err := db.Exec(q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// The protocol's refusals, as Trino answers them: START TRANSACTION from a client that keeps no
+// transaction id (INCOMPATIBLE_CLIENT), inside a transaction (NOT_SUPPORTED), a statement naming
+// an id the server does not hold or another user's (UNKNOWN_TRANSACTION); and a transaction
+// idle past AbandonAfter is rolled back, its session closed.
+func TestTransactionRefusalsAndIdleEnd(t *testing.T) {
+	backend := postgresBackend(t)
+	ts := startServer(t, backend, Options{})
+	post := func(user, sql string, h http.Header) (*QueryError, http.Header) {
+		t.Helper()
+		if h == nil {
+			h = http.Header{}
+		}
+		h.Set("X-Trino-User", user)
+		_, qe, got := runTrino(t, ts.addr, sql, h)
+		return qe, got
+	}
+	if qe, _ := post("bob", "START TRANSACTION", nil); qe == nil || qe.ErrorName != "INCOMPATIBLE_CLIENT" || qe.ErrorCode != 27 {
+		t.Fatalf("START TRANSACTION without the header: %+v", qe)
+	}
+	qe, h := post("bob", "start transaction", http.Header{txHeader: {noTransaction}})
+	id := h.Get(txStartedHeader)
+	if qe != nil || id == "" {
+		t.Fatalf("START TRANSACTION: %+v, started id %q", qe, id)
+	}
+	if qe, _ := post("bob", "START TRANSACTION", http.Header{txHeader: {id}}); qe == nil || qe.ErrorName != "NOT_SUPPORTED" {
+		t.Fatalf("nested START TRANSACTION: %+v", qe)
+	}
+	for _, c := range []struct{ user, id string }{{"bob", "8f5c7a3e-0000-4000-8000-000000000000"}, {"eve", id}} {
+		if qe, _ := post(c.user, "SELECT 1", http.Header{txHeader: {c.id}}); qe == nil || qe.ErrorName != "UNKNOWN_TRANSACTION" || qe.ErrorCode != 20 {
+			t.Fatalf("%s naming transaction %s: %+v", c.user, c.id, qe)
+		}
+	}
+	if qe, _ := post("bob", "SELECT 1", http.Header{txHeader: {id}}); qe != nil {
+		t.Fatalf("a statement in the transaction: %+v", qe)
+	}
+	ts.endIdleTransactions(ts.started.Add(1<<62), false) // every transaction is idle past this
+	if qe, _ := post("bob", "SELECT 1", http.Header{txHeader: {id}}); qe == nil || qe.ErrorName != "UNKNOWN_TRANSACTION" {
+		t.Fatalf("a statement in a transaction ended idle: %+v", qe)
+	}
+	if got := fmt.Sprint(len(ts.txns), len(ts.userTxns)); got != "0 0" {
+		t.Fatalf("held after the idle end: %s", got)
+	}
+}
