@@ -59,8 +59,9 @@ type Engine struct {
 	reopen       reopener
 	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
 	advisory advisoryLocks
-	found    foundRows    // MySQL clients' FOUND_ROWS() (foundrows.go)
-	currvals currvalNotes // currval after setval (pgcurrval.go)
+	found    foundRows       // MySQL clients' FOUND_ROWS() (foundrows.go)
+	currvals currvalNotes    // currval after setval (pgcurrval.go)
+	keys     columnKeysCache // MySQL clients' column keys by table (columnkeycache.go)
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -421,6 +422,11 @@ func paramTypeName(t duckdb.Type) string {
 // Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	if changesCatalog(q) {
+		e.keys.changing()
+		defer e.keys.changing()
+	}
+	ctx = withColumnKeysCache(ctx, &e.keys)
 	if call, ok, err := readAdvisory(q); ok {
 		if err != nil {
 			return nil, err

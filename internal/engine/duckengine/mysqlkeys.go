@@ -36,7 +36,7 @@ func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []st
 	if len(sel.table) == 2 {
 		db = sel.table[0]
 	}
-	cols := tableColumnKeys(ctx, conn, db, sel.table[len(sel.table)-1])
+	cols := cachedColumnKeys(ctx, conn, db, sel.table[len(sel.table)-1])
 	if cols == nil {
 		return nil
 	}
@@ -67,6 +67,25 @@ func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []st
 
 // tableColumn is one column of a table and its MetaColumnKey words.
 type tableColumn struct{ db, table, name, key string }
+
+// cachedColumnKeys is tableColumnKeys, kept for the statements of pooled connections
+// (columnkeycache.go).
+func cachedColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) []tableColumn {
+	c := columnKeysCacheOf(ctx)
+	if c == nil {
+		return tableColumnKeys(ctx, conn, db, table)
+	}
+	t := tableName{db: db, table: strings.ToLower(table)}
+	if k, ok := c.get(t); ok {
+		return k.cols
+	}
+	gen := c.gen.Load()
+	cols := tableColumnKeys(ctx, conn, db, table)
+	if cols != nil {
+		c.put(t, tableKeys{gen: gen, cols: cols})
+	}
+	return cols
+}
 
 // tableColumnKeys reads the table's columns in order with their MetaColumnKey words; nil when
 // the table is not found.

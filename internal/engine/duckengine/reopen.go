@@ -97,6 +97,7 @@ func (e *Engine) current(ctx context.Context) (*sql.DB, error) {
 		return nil, &query.Error{Code: query.CodeEngineUnavailable, Message: "the embedded database could not be reopened after a fatal error: " + err.Error()}
 	}
 	e.db.Store(db)
+	e.keys.changing() // another database: no table's keys read from the last one hold
 	r.invalid.Store(false)
 	if r.onOpen != nil {
 		// Loaded before any client sees the fresh database; the load's own statements do not

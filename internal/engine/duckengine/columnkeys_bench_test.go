@@ -1,0 +1,55 @@
+package duckengine
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// BenchmarkSelectOneTable: a SELECT of one table's columns, as a MySQL client sends it (its
+// columns' key words read from the catalog, mysqlkeys.go) and as a PostgreSQL client does
+// (none read): the difference is what the column flags cost a statement.
+func BenchmarkSelectOneTable(b *testing.B) {
+	qe, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer qe.Close()
+	for _, sql := range []string{
+		"CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, n INTEGER UNIQUE)",
+		"INSERT INTO t VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30)",
+	} {
+		drainBench(b, qe, &query.Request{SQL: sql})
+	}
+	for _, p := range []struct {
+		name  string
+		proto string
+	}{{"mysql", query.ProtocolMySQL}, {"postgres", query.ProtocolPostgres}} {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				drainBench(b, qe, &query.Request{SQL: "SELECT id, name, n FROM t", Protocol: p.proto})
+			}
+		})
+	}
+}
+
+func drainBench(b *testing.B, e query.Engine, q *query.Request) {
+	b.Helper()
+	ctx := context.Background()
+	rows, err := e.Execute(ctx, q)
+	if err != nil {
+		b.Fatalf("%s: %v", q.SQL, err)
+	}
+	defer rows.Close()
+	for {
+		if _, err := rows.Next(ctx); err == io.EOF {
+			return
+		} else if err != nil {
+			b.Fatalf("%s: %v", q.SQL, err)
+		}
+	}
+}
