@@ -56,10 +56,10 @@ func newEngineFleetServing(t *testing.T, frontends ...string) *engineFleet {
 		ef.frontends[frontend] = map[string]string{}
 	}
 	for _, name := range []string{"w1", "w2", "w3"} {
-		var more map[string]string
-		ef.workers[name], more, ef.procs[name] = startWorker(t, name, f.apiAddr, coordination, "", frontends...)
-		for frontend, addr := range more { //determinism:ok each frontend's own map
-			ef.frontends[frontend][name] = addr
+		addrs, p := startWorkerOn(t, name, f.apiAddr, coordination, "", append([]string{"postgres"}, frontends...)...)
+		ef.workers[name], ef.procs[name] = addrs["postgres"], p
+		for _, frontend := range frontends {
+			ef.frontends[frontend][name] = addrs[frontend]
 		}
 	}
 	awaitPG(t, slices.Collect(maps.Values(ef.workers))...)
@@ -79,29 +79,29 @@ func startEngineControlPlane(t *testing.T, engineURL *url.URL, db, coordination 
 // (as the control plane's), more lines of its queryflux: section (indented by two, each ending
 // in a newline) and its PostgreSQL frontend on a free port; it returns that port's address.
 func startPGWorker(t *testing.T, name, cpAddr, coordination, more string) (string, *daemontest.Proc) {
-	addr, _, p := startWorker(t, name, cpAddr, coordination, more)
-	return addr, p
+	addrs, p := startWorkerOn(t, name, cpAddr, coordination, more, "postgres")
+	return addrs["postgres"], p
 }
 
-// startWorker is startPGWorker whose worker also serves the frontends named, each on a free
-// port: their addresses by name.
-func startWorker(t *testing.T, name, cpAddr, coordination, more string, frontends ...string) (string, map[string]string, *daemontest.Proc) {
-	addrs := daemontest.FreeAddrs(t, 2+len(frontends))
-	others, lines := map[string]string{}, ""
-	for i, frontend := range frontends {
-		others[frontend] = addrs[2+i]
-		lines += fmt.Sprintf("    %s: {enabled: true, listen: %q}\n", frontend, addrs[2+i])
+// startWorkerOn is startPGWorker with frontends (each on a free port, by name: "postgres",
+// "flightsql", ...); it returns their addresses by name.
+func startWorkerOn(t *testing.T, name, cpAddr, coordination, more string, frontends ...string) (map[string]string, *daemontest.Proc) {
+	addrs := daemontest.FreeAddrs(t, len(frontends)+1)
+	byName := map[string]string{}
+	var lines strings.Builder
+	for i, fe := range frontends {
+		byName[fe] = addrs[i]
+		fmt.Fprintf(&lines, "    %s: {enabled: true, listen: %q}\n", fe, addrs[i])
 	}
 	cfg := daemontest.WriteFile(t, name+".yaml", fmt.Sprintf(`queryflux:
   role: worker
   controlPlane: {url: "http://%s", secret: %q}
   %s
 %s  frontends:
-    postgres: {enabled: true, listen: %q}
-%s`, cpAddr, workerSecret, coordination, more, addrs[0], lines))
-	p := daemontest.Start(t, name, "serve", "--config", cfg, "--name", name, "--ops-listen", addrs[1],
+%s`, cpAddr, workerSecret, coordination, more, lines.String()))
+	p := daemontest.Start(t, name, "serve", "--config", cfg, "--name", name, "--ops-listen", addrs[len(frontends)],
 		"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
-	return addrs[0], others, p
+	return byName, p
 }
 
 // awaitPG waits until a query runs through each PostgreSQL frontend of addrs.
