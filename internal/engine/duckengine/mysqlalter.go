@@ -145,14 +145,19 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 		if len(stmts) == 0 {
 			return engine.TagRows("ALTER TABLE"), moveColumn(ctx, conn, name, placed, place, inTx)
 		}
-		err = alterAroundIndexes(ctx, conn, name, stmts, dropped, renamed, inTx)
+		// In a transaction DuckDB's refusal of an ALTER of a referenced table would fail it
+		// (Knex runs a migration in one): the referencing tables are set aside at once.
+		aside := inTx && verb != "drop" && referencedTable(ctx, conn, "", name)
+		if !aside {
+			err = alterAroundIndexes(ctx, conn, name, stmts, dropped, renamed, inTx)
+		}
 		if err != nil && verb == "drop" && strings.Contains(err.Error(), "an index depends on a column after it") {
 			var rebuild []string
 			if rebuild, err = withoutColumn(ctx, conn, name, dropped); err == nil {
 				err = runAll(ctx, conn, rebuild, inTx)
 			}
 		}
-		if err != nil && verb != "drop" && (strings.Contains(err.Error(), "there are entries that depend on it") ||
+		if aside || err != nil && verb != "drop" && (strings.Contains(err.Error(), "there are entries that depend on it") ||
 			strings.Contains(err.Error(), "is involved in the foreign key constraint")) {
 			var aside []string
 			if aside, err = withReferencingSetAside(ctx, conn, name, dropped, renamed, stmts); err == nil {
@@ -193,7 +198,11 @@ func modifyColumn(alter string, col sqltok.Token, def []sqltok.Token) []string {
 	for i, t := range rest {
 		switch {
 		case t.IsWord("default") && i+1 < len(rest):
-			dflt = alter + "ALTER COLUMN " + col.Text + " SET DEFAULT " + rest[i+1].Text
+			value := rest[i+1].Text
+			if rest[i+1].IsWord("true", "false") { // MySQL's 1 / 0, as columnDefinition writes them
+				value = map[bool]string{true: "1", false: "0"}[rest[i+1].IsWord("true")]
+			}
+			dflt = alter + "ALTER COLUMN " + col.Text + " SET DEFAULT " + value
 		case t.IsWord("auto_increment"):
 			return stmts // its DEFAULT is its sequence's
 		}

@@ -77,10 +77,6 @@ async function main() {
     const [n] = await Task.update({ done: true }, { where: { title: 'a' } });
     return `${n} ${await Task.count({ where: { done: true } })}`;
   });
-  await step('update same', async () => {
-    const [n] = await Task.update({ done: true }, { where: { title: 'a' } });
-    return `${n}`;
-  });
   await step('where', async () => {
     const ts = await Task.findAll({ where: { title: { [Op.in]: ['a', 'b'] }, done: true, cost: { [Op.or]: [null, { [Op.gt]: 1 }] } }, order: [['id', 'ASC']] });
     return ts.map((t) => t.id).join(',');
