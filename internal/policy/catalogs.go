@@ -15,6 +15,9 @@ import (
 //   - a name of two parts where a table goes is db.table: after FROM, JOIN, UPDATE, INTO,
 //     TABLE, DESCRIBE, ... and after the commas of a table list;
 //   - SHOW TABLES / TABLE STATUS / TRIGGERS / EVENTS FROM db, and SHOW ... FROM t FROM db;
+//   - a database DDL names (CREATE / DROP / ALTER DATABASE db, SHOW CREATE DATABASE db), and
+//     db.object where routines, triggers, events, sequences and grants name objects
+//     (objectPosition);
 //   - the text PREPARE and EXECUTE IMMEDIATE run, and MySQL's executable comments, read the same way.
 // Two-part names elsewhere are table.column, whose table the statement's own table list names.
 
@@ -135,7 +138,9 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 			add(parts[0])
 		case len(parts) == 2 && next < len(st) && st[next].Kind == sqltok.Punct && st[next].Text == "(":
 			add(parts[0])
-		case len(parts) == 2 && tablePosition:
+		case len(parts) == 2 && (tablePosition || objectPosition(st, i)):
+			add(parts[0])
+		case len(parts) == 1 && databasePosition(st, i):
 			add(parts[0])
 		case show && prev.IsWord("from", "in"):
 			showFroms++
@@ -155,6 +160,58 @@ func tablePositionAfter(st []sqltok.Token, i int) bool {
 		return false
 	}
 	return !st[i].IsWord("update") || i == 0 || !st[i-1].IsWord("key")
+}
+
+// databasePosition reports whether the name at st[i] is a database by its place: after
+// DATABASE or SCHEMA (IF [NOT] EXISTS) in CREATE, DROP, ALTER and SHOW CREATE.
+func databasePosition(st []sqltok.Token, i int) bool {
+	if !st[0].IsWord("create", "drop", "alter", "show") {
+		return false
+	}
+	j := i - 1
+	for j > 0 && st[j].IsWord("if", "not", "exists") {
+		j--
+	}
+	return j > 0 && st[j].IsWord("database", "schema") && !(i+1 < len(st) && st[i+1].Kind == sqltok.Punct && st[i+1].Text == "(")
+}
+
+// objectPosition reports whether a two-part name at st[i] is db.object by its place outside the
+// table positions: a routine, trigger, event or sequence a DDL, SHOW CREATE, GRANT or REVOKE
+// names; the object of GRANT / REVOKE ... ON; the table CREATE TABLE ... LIKE copies; a
+// sequence (NEXT / PREVIOUS VALUE FOR, nextval(), lastval(), setval()); CACHE INDEX and LOAD
+// INDEX INTO CACHE.
+func objectPosition(st []sqltok.Token, i int) bool {
+	prev := st[i-1]
+	ddl := st[0].IsWord("create", "drop", "alter", "show", "grant", "revoke")
+	kind := i - 1
+	for kind > 0 && st[kind].IsWord("if", "not", "exists") {
+		kind-- // DROP TABLE IF EXISTS db.t
+	}
+	switch {
+	case ddl && st[kind].IsWord("procedure", "function", "trigger", "event", "sequence", "package", "table", "view"):
+		return true
+	case st[0].IsWord("grant", "revoke") && prev.IsWord("on"):
+		return true
+	case st[0].IsWord("create") && prev.IsWord("like") && !wordBefore(st, i, "select"):
+		return true
+	case prev.IsWord("for") && i >= 2 && st[i-2].IsWord("value"):
+		return true
+	case prev.Kind == sqltok.Punct && prev.Text == "(" && i >= 2 && st[i-2].IsWord("nextval", "lastval", "setval"):
+		return true
+	case st[0].IsWord("cache") && prev.IsWord("index"), st[0].IsWord("load") && prev.IsWord("cache"):
+		return true
+	}
+	return false
+}
+
+// wordBefore reports whether one of words comes before st[i].
+func wordBefore(st []sqltok.Token, i int, words ...string) bool {
+	for _, t := range st[:i] {
+		if t.IsWord(words...) {
+			return true
+		}
+	}
+	return false
 }
 
 // showListsTables reports whether the SHOW statement st lists a database's tables, triggers or
