@@ -15,9 +15,11 @@ import (
 //   - a name of two parts where a table goes is db.table: after FROM, JOIN, UPDATE, INTO,
 //     TABLE, DESCRIBE, ... and after the commas of a table list;
 //   - SHOW TABLES / TABLE STATUS / TRIGGERS / EVENTS FROM db, and SHOW ... FROM t FROM db;
-//   - a database DDL names (CREATE / DROP / ALTER DATABASE db, SHOW CREATE DATABASE db), and
-//     db.object where routines, triggers, events, sequences and grants name objects
-//     (objectPosition);
+//   - the database of CREATE / DROP / ALTER / SHOW CREATE DATABASE (or SCHEMA);
+//   - a name where only some statements put a table or routine: after ON in GRANT, REVOKE and
+//     CREATE TRIGGER, TO in RENAME and ALTER, LIKE in CREATE TABLE; GRANT ... ON *.* names every
+//     database (catalogAll);
+//   - past IF [NOT] EXISTS in DDL, sequences and CACHE INDEX (objectPosition);
 //   - the text PREPARE and EXECUTE IMMEDIATE run, and MySQL's executable comments, read the same way.
 // Two-part names elsewhere are table.column, whose table the statement's own table list names.
 
@@ -32,13 +34,22 @@ const catalogTextDepthMax = 3
 // rule with catalogs does not match such a statement.
 const catalogUnreadable = "(text run as SQL too deep to read)"
 
-// tablePositionWords are the words a table name follows.
-var tablePositionWords = []string{"from", "join", "straight_join", "update", "into", "table", "tables", "describe", "desc",
-	"explain", "replace", "insert", "delete", "handler", "using", "view", "truncate"}
+// catalogAll stands for every database (GRANT ... ON *.*): only a rule listing "*" allows it,
+// and a deny rule with catalogs matches it (it covers theirs).
+const catalogAll = "*"
 
-// clauseWords end a table list.
+// tablePositionWords are the words a table or routine name follows.
+var tablePositionWords = []string{"from", "join", "straight_join", "update", "into", "table", "tables", "describe", "desc",
+	"explain", "replace", "insert", "delete", "handler", "using", "view", "truncate", "procedure", "function", "trigger", "event"}
+
+// clauseWords end a table list. Index hints (USE / FORCE / IGNORE INDEX (...)) and PARTITION
+// (...) do not: a comma after them goes on with the list.
 var clauseWords = []string{"select", "where", "on", "set", "group", "order", "having", "limit", "union", "values", "value",
-	"window", "returning", "for", "lock", "except", "intersect", "partition", "use", "ignore", "force", "natural"}
+	"window", "returning", "for", "lock", "except", "intersect", "natural"}
+
+// databaseAlterWords start ALTER DATABASE's changes, which follow no name when it alters the
+// session's database.
+var databaseAlterWords = []string{"default", "character", "charset", "collate", "comment", "upgrade"}
 
 // mysqlCatalogsNamed returns the databases the MySQL statement text sql names (as written,
 // unquoted), each once.
@@ -106,8 +117,12 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 	depth := 0
 	show := st[0].IsWord("show")
 	showFroms := 0
+	database := databaseNameIndex(st)
 	for i := 0; i < len(st); i++ {
 		t := st[i]
+		if i > 0 && statementPositionAfter(st, i-1) && allDatabasesAt(st, i) {
+			add(catalogAll)
+		}
 		switch {
 		case t.Kind == sqltok.Punct && t.Text == "(":
 			depth++
@@ -131,16 +146,17 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 		if i > 0 {
 			prev = st[i-1]
 		}
-		tablePosition := i > 0 && tablePositionAfter(st, i-1) || prev.Kind == sqltok.Punct && prev.Text == "," && tableList[depth]
+		tablePosition := i > 0 && (tablePositionAfter(st, i-1) || statementPositionAfter(st, i-1) || objectPosition(st, i)) ||
+			prev.Kind == sqltok.Punct && prev.Text == "," && tableList[depth]
 		next := i + 2*len(parts) - 1
 		switch {
+		case i == database:
+			add(parts[0])
 		case len(parts) >= 3:
 			add(parts[0])
 		case len(parts) == 2 && next < len(st) && st[next].Kind == sqltok.Punct && st[next].Text == "(":
 			add(parts[0])
-		case len(parts) == 2 && (tablePosition || objectPosition(st, i)):
-			add(parts[0])
-		case len(parts) == 1 && databasePosition(st, i):
+		case len(parts) == 2 && tablePosition:
 			add(parts[0])
 		case show && prev.IsWord("from", "in"):
 			showFroms++
@@ -162,56 +178,79 @@ func tablePositionAfter(st []sqltok.Token, i int) bool {
 	return !st[i].IsWord("update") || i == 0 || !st[i-1].IsWord("key")
 }
 
-// databasePosition reports whether the name at st[i] is a database by its place: after
-// DATABASE or SCHEMA (IF [NOT] EXISTS) in CREATE, DROP, ALTER and SHOW CREATE.
-func databasePosition(st []sqltok.Token, i int) bool {
-	if !st[0].IsWord("create", "drop", "alter", "show") {
-		return false
-	}
-	j := i - 1
-	for j > 0 && st[j].IsWord("if", "not", "exists") {
-		j--
-	}
-	return j > 0 && st[j].IsWord("database", "schema") && !(i+1 < len(st) && st[i+1].Kind == sqltok.Punct && st[i+1].Text == "(")
-}
-
-// objectPosition reports whether a two-part name at st[i] is db.object by its place outside the
-// table positions: a routine, trigger, event or sequence a DDL, SHOW CREATE, GRANT or REVOKE
-// names; the object of GRANT / REVOKE ... ON; the table CREATE TABLE ... LIKE copies; a
-// sequence (NEXT / PREVIOUS VALUE FOR, nextval(), lastval(), setval()); CACHE INDEX and LOAD
-// INDEX INTO CACHE.
+// objectPosition reports whether a name at st[i] is [db.]object by a place the table positions
+// miss: a table, view, routine, trigger, event or sequence a DDL names past IF [NOT] EXISTS (DROP
+// TABLE IF EXISTS db.t) or CREATE / DROP SEQUENCE names; a sequence drawn from (NEXT / PREVIOUS
+// VALUE FOR, nextval(), lastval(), setval()); CACHE INDEX and LOAD INDEX INTO CACHE.
 func objectPosition(st []sqltok.Token, i int) bool {
 	prev := st[i-1]
-	ddl := st[0].IsWord("create", "drop", "alter", "show", "grant", "revoke")
 	kind := i - 1
 	for kind > 0 && st[kind].IsWord("if", "not", "exists") {
-		kind-- // DROP TABLE IF EXISTS db.t
+		kind--
 	}
+	ddl := st[0].IsWord("create", "drop", "alter")
 	switch {
-	case ddl && st[kind].IsWord("procedure", "function", "trigger", "event", "sequence", "package", "table", "view"):
-		return true
-	case st[0].IsWord("grant", "revoke") && prev.IsWord("on"):
-		return true
-	case st[0].IsWord("create") && prev.IsWord("like") && !wordBefore(st, i, "select"):
+	case ddl && kind < i-1 && st[kind].IsWord(tablePositionWords...), ddl && prev.IsWord("sequence"):
 		return true
 	case prev.IsWord("for") && i >= 2 && st[i-2].IsWord("value"):
 		return true
 	case prev.Kind == sqltok.Punct && prev.Text == "(" && i >= 2 && st[i-2].IsWord("nextval", "lastval", "setval"):
 		return true
-	case st[0].IsWord("cache") && prev.IsWord("index"), st[0].IsWord("load") && prev.IsWord("cache"):
-		return true
+	}
+	return st[0].IsWord("cache") && prev.IsWord("index") || st[0].IsWord("load") && prev.IsWord("cache")
+}
+
+// statementPositionAfter reports whether a table or routine name follows st[i] in this kind of
+// statement only: ON in GRANT, REVOKE and CREATE TRIGGER (elsewhere ON starts a join's
+// condition), TO and RENAME in RENAME and ALTER, LIKE in CREATE TABLE.
+func statementPositionAfter(st []sqltok.Token, i int) bool {
+	switch {
+	case st[i].IsWord("on"):
+		return st[0].IsWord("grant", "revoke") || st[0].IsWord("create") && wordWithin(st, 8, "trigger")
+	case st[i].IsWord("to", "rename"):
+		return st[0].IsWord("rename", "alter")
+	case st[i].IsWord("like"):
+		return st[0].IsWord("create") && wordWithin(st, 4, "table")
 	}
 	return false
 }
 
-// wordBefore reports whether one of words comes before st[i].
-func wordBefore(st []sqltok.Token, i int, words ...string) bool {
-	for _, t := range st[:i] {
+// wordWithin reports whether one of words is among st's first n tokens.
+func wordWithin(st []sqltok.Token, n int, words ...string) bool {
+	for _, t := range st[:min(n, len(st))] {
 		if t.IsWord(words...) {
 			return true
 		}
 	}
 	return false
+}
+
+// allDatabasesAt reports whether *.* starts at st[i].
+func allDatabasesAt(st []sqltok.Token, i int) bool {
+	star := func(t sqltok.Token) bool { return t.Kind == sqltok.Operator && t.Text == "*" }
+	return i+2 < len(st) && star(st[i]) && st[i+1].Kind == sqltok.Punct && st[i+1].Text == "." && star(st[i+2])
+}
+
+// databaseNameIndex is where the database of CREATE / DROP / ALTER DATABASE (or SCHEMA) and SHOW
+// CREATE DATABASE is in st, past IF [NOT] EXISTS; -1 when st is none of these or names none.
+func databaseNameIndex(st []sqltok.Token) int {
+	if !st[0].IsWord("create", "drop", "alter", "show") {
+		return -1
+	}
+	for k := 1; k < min(3, len(st)); k++ {
+		if !st[k].IsWord("database", "schema") {
+			continue
+		}
+		j := k + 1
+		for j < len(st) && st[j].IsWord("if", "not", "exists") {
+			j++
+		}
+		if j == len(st) || st[j].IsWord(databaseAlterWords...) {
+			return -1
+		}
+		return j
+	}
+	return -1
 }
 
 // showListsTables reports whether the SHOW statement st lists a database's tables, triggers or
