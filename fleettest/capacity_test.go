@@ -64,17 +64,29 @@ func startEngineControlPlane(t *testing.T, engineURL *url.URL, db, coordination 
 // (as the control plane's), more lines of its queryflux: section (indented by two, each ending
 // in a newline) and its PostgreSQL frontend on a free port; it returns that port's address.
 func startPGWorker(t *testing.T, name, cpAddr, coordination, more string) (string, *daemontest.Proc) {
-	addrs := daemontest.FreeAddrs(t, 2)
+	addrs, p := startWorkerOn(t, name, cpAddr, coordination, more, "postgres")
+	return addrs["postgres"], p
+}
+
+// startWorkerOn is startPGWorker with frontends (each on a free port, by name: "postgres",
+// "flightsql", ...); it returns their addresses by name.
+func startWorkerOn(t *testing.T, name, cpAddr, coordination, more string, frontends ...string) (map[string]string, *daemontest.Proc) {
+	addrs := daemontest.FreeAddrs(t, len(frontends)+1)
+	byName := map[string]string{}
+	var lines strings.Builder
+	for i, fe := range frontends {
+		byName[fe] = addrs[i]
+		fmt.Fprintf(&lines, "    %s: {enabled: true, listen: %q}\n", fe, addrs[i])
+	}
 	cfg := daemontest.WriteFile(t, name+".yaml", fmt.Sprintf(`queryflux:
   role: worker
   controlPlane: {url: "http://%s", secret: %q}
   %s
 %s  frontends:
-    postgres: {enabled: true, listen: %q}
-`, cpAddr, workerSecret, coordination, more, addrs[0]))
-	p := daemontest.Start(t, name, "serve", "--config", cfg, "--name", name, "--ops-listen", addrs[1],
+%s`, cpAddr, workerSecret, coordination, more, lines.String()))
+	p := daemontest.Start(t, name, "serve", "--config", cfg, "--name", name, "--ops-listen", addrs[len(frontends)],
 		"--heartbeat-interval", heartbeat.String(), "--allow-short-timeouts")
-	return addrs[0], p
+	return byName, p
 }
 
 // awaitPG waits until a query runs through each PostgreSQL frontend of addrs.

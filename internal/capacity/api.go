@@ -326,6 +326,10 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 		workerapi.WriteBadRequest(w, err)
 		return
 	}
+	if err := notNegative(int64(req.Cap), req.TTLMillis, req.WaitMillis); err != nil {
+		a.refuse(w, "acquire", caller, err)
+		return
+	}
 	holder := pick(caller, req.Holder)
 	// A malformed carried release refuses the whole call: deciding the acquire first would
 	// grant a lease to a request that is then only half served.
@@ -451,6 +455,10 @@ func (a *API) serveRenew(w http.ResponseWriter, r *http.Request, caller string) 
 	if !DecodeRequest(w, r, &req) {
 		return
 	}
+	if err := notNegative(0, req.TTLMillis, 0); err != nil {
+		a.fail(w, "renew", err)
+		return
+	}
 	l, err := a.renew(r.Context(), caller, req.Lease, millis(req.TTLMillis))
 	if err != nil {
 		a.fail(w, "renew", err)
@@ -462,6 +470,10 @@ func (a *API) serveRenew(w http.ResponseWriter, r *http.Request, caller string) 
 func (a *API) serveRenewBatch(w http.ResponseWriter, r *http.Request, caller string) {
 	var req RenewBatchRequest
 	if !DecodeRequest(w, r, &req) {
+		return
+	}
+	if err := notNegative(0, req.TTLMillis, 0); err != nil {
+		a.fail(w, "renew", err)
 		return
 	}
 	if len(req.Leases) > RenewBatchMax {
@@ -655,6 +667,20 @@ func pick(authenticated, claimed string) string {
 		return authenticated
 	}
 	return claimed
+}
+
+// notNegative refuses a negative cap, TTL or wait: no worker asks for one (0 takes the
+// configured term), so it is a broken or hostile client, told which field was wrong.
+func notNegative(limit, ttlMillis, waitMillis int64) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"cap", limit}, {"ttlMillis", ttlMillis}, {"waitMillis", waitMillis}} {
+		if f.v < 0 {
+			return fmt.Errorf("%w: %s %d: must be 0 or more", ErrInvalid, f.name, f.v)
+		}
+	}
+	return nil
 }
 
 func millis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

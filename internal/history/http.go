@@ -21,6 +21,20 @@ import (
 // WorkerResolver names the worker behind a request from its session token (401 when it fails).
 type WorkerResolver func(r *http.Request) (string, error)
 
+// Gate returns, for one batch of worker's, the check of each record's names: an error refuses
+// the record (a cluster, group or user the control plane never gave that worker), nil keeps it.
+type Gate func(worker string) func(*Record) error
+
+// ErrNotGiven refuses a record that names a cluster, group or user the control plane never gave
+// the worker that sent it (Gate).
+var ErrNotGiven = errors.New("history: not given to this worker")
+
+// Reasons a record is refused, as OnRefused is told them.
+const (
+	RefusedForeign  = "foreign-id" // its query id another worker recorded first
+	RefusedNotGiven = "not-given"  // it names what the worker was not given (Gate)
+)
+
 // Ingest is the control plane's handler for POST /worker/history. It decodes a batch strictly
 // (400 naming the field), stamps every record with the worker the session belongs to, and
 // writes the batch to the Store, which skips QueryIDs it already has from that worker (a
@@ -30,14 +44,22 @@ type Ingest struct {
 	store     Store
 	resolve   WorkerResolver
 	log       *slog.Logger
-	now       func() time.Time // nil: no bound on how far in the future a record may lie
-	onRefused func(n int)      // nil: refused records are only answered and logged
+	now       func() time.Time           // nil: no bound on how far in the future a record may lie
+	onRefused func(reason string, n int) // nil: refused records are only answered and logged
+	gate      Gate                       // nil: a record may name any cluster, group and user
 }
 
-// OnRefused makes the handler call fn with the number of records of each batch refused for a
-// query id another worker recorded first (a metric). It returns h.
-func (h *Ingest) OnRefused(fn func(n int)) *Ingest {
+// OnRefused makes the handler call fn with the number of records of each batch refused, and
+// why (RefusedForeign, RefusedNotGiven): a metric. It returns h.
+func (h *Ingest) OnRefused(fn func(reason string, n int)) *Ingest {
 	h.onRefused = fn
+	return h
+}
+
+// Gate makes the handler refuse the records g refuses, and store the rest of their batch: a
+// worker cannot file queries under a cluster, group or user it was never given. It returns h.
+func (h *Ingest) Gate(g Gate) *Ingest {
+	h.gate = g
 	return h
 }
 
@@ -87,7 +109,8 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i := range batch.Records {
 		batch.Records[i].Worker = worker
 	}
-	inserted, err := h.store.Insert(r.Context(), batch.Records)
+	kept, keptAt, refused := h.gated(worker, batch.Records)
+	inserted, err := h.store.Insert(r.Context(), kept)
 	var foreign *ForeignError
 	if errors.As(err, &foreign) {
 		err = nil
@@ -99,16 +122,57 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ack := IngestAck{BatchID: batch.BatchID, Accepted: len(batch.Records), Inserted: inserted}
+	if len(refused) > 0 {
+		h.log.Warn("history: records refused: they name a cluster, group or user this worker is not given",
+			"worker", worker, "batch", batch.BatchID, "refused", len(refused), "first", refused[0].Error)
+		h.counted(RefusedNotGiven, len(refused))
+	}
+	ack.Refused = len(refused)
 	if foreign != nil {
-		ack.Refused, ack.RefusedRecords = len(foreign.IDs), refusedRecords(batch.Records, foreign.IDs)
-		h.log.Warn("history: records refused: their query ids were recorded by another worker",
-			"worker", worker, "batch", batch.BatchID, "refused", ack.Refused, "first", foreign.IDs[0])
-		if h.onRefused != nil {
-			h.onRefused(ack.Refused)
+		ack.Refused += len(foreign.IDs)
+		for _, rr := range refusedRecords(kept, foreign.IDs) {
+			rr.Index = keptAt[rr.Index]
+			refused = append(refused, rr)
 		}
+		h.log.Warn("history: records refused: their query ids were recorded by another worker",
+			"worker", worker, "batch", batch.BatchID, "refused", len(foreign.IDs), "first", foreign.IDs[0])
+		h.counted(RefusedForeign, len(foreign.IDs))
+	}
+	if len(refused) > 0 {
+		sort.SliceStable(refused, func(i, j int) bool { return refused[i].Index < refused[j].Index })
+		ack.RefusedRecords = refused[:min(len(refused), RefusedListedMax)]
 	}
 	ack.Duplicates = len(batch.Records) - inserted - ack.Refused
 	workerapi.WriteJSON(w, http.StatusOK, MediaIngestAck, ack)
+}
+
+// gated splits recs into those the gate keeps (with their indexes in recs) and the refused,
+// named by index, query id and the gate's reason. Without a gate every record is kept.
+func (h *Ingest) gated(worker string, recs []Record) (kept []Record, keptAt []int, refused []RefusedRecord) {
+	if h.gate == nil {
+		keptAt = make([]int, len(recs))
+		for i := range keptAt {
+			keptAt[i] = i
+		}
+		return recs, keptAt, nil
+	}
+	check := h.gate(worker)
+	kept = recs[:0:0]
+	for i := range recs {
+		if err := check(&recs[i]); err != nil {
+			refused = append(refused, RefusedRecord{Index: i, QueryID: recs[i].QueryID, Error: err.Error()})
+			continue
+		}
+		kept, keptAt = append(kept, recs[i]), append(keptAt, i)
+	}
+	return kept, keptAt, refused
+}
+
+// counted tells OnRefused of n records refused for reason.
+func (h *Ingest) counted(reason string, n int) {
+	if h.onRefused != nil {
+		h.onRefused(reason, n)
+	}
 }
 
 // refusedRecords names the first RefusedListedMax records of recs whose ids are in ids (the

@@ -39,9 +39,10 @@ type IngestAck struct {
 	Accepted   int    `json:"accepted"`   // records in the batch
 	Inserted   int    `json:"inserted"`   // records new to the store
 	Duplicates int    `json:"duplicates"` // records it already had from this worker (a retried batch)
-	// Refused counts the records whose query id another worker recorded first: they are not
-	// stored, and sending them again changes nothing. RefusedRecords names the first
-	// RefusedListedMax of them.
+	// Refused counts the records not stored: their query id another worker recorded first, or
+	// they name a cluster, group or user the control plane never gave this worker. Sending them
+	// again changes nothing. RefusedRecords names the first RefusedListedMax of them, in batch
+	// order.
 	Refused        int             `json:"refused,omitempty"`
 	RefusedRecords []RefusedRecord `json:"refusedRecords,omitempty"`
 }

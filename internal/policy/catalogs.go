@@ -15,6 +15,10 @@ import (
 //   - a name of two parts where a table goes is db.table: after FROM, JOIN, UPDATE, INTO,
 //     TABLE, DESCRIBE, ... and after the commas of a table list;
 //   - SHOW TABLES / TABLE STATUS / TRIGGERS / EVENTS FROM db, and SHOW ... FROM t FROM db;
+//   - the database of CREATE / DROP / ALTER / SHOW CREATE DATABASE (or SCHEMA);
+//   - a name where only some statements put a table or routine: after ON in GRANT, REVOKE and
+//     CREATE TRIGGER, TO in RENAME and ALTER, LIKE in CREATE TABLE; GRANT ... ON *.* names every
+//     database (catalogAll);
 //   - the text PREPARE and EXECUTE IMMEDIATE run, and MySQL's executable comments, read the same way.
 // Two-part names elsewhere are table.column, whose table the statement's own table list names.
 
@@ -29,13 +33,22 @@ const catalogTextDepthMax = 3
 // rule with catalogs does not match such a statement.
 const catalogUnreadable = "(text run as SQL too deep to read)"
 
-// tablePositionWords are the words a table name follows.
-var tablePositionWords = []string{"from", "join", "straight_join", "update", "into", "table", "tables", "describe", "desc",
-	"explain", "replace", "insert", "delete", "handler", "using", "view", "truncate"}
+// catalogAll stands for every database (GRANT ... ON *.*): only a rule listing "*" allows it,
+// and a deny rule with catalogs matches it (it covers theirs).
+const catalogAll = "*"
 
-// clauseWords end a table list.
+// tablePositionWords are the words a table or routine name follows.
+var tablePositionWords = []string{"from", "join", "straight_join", "update", "into", "table", "tables", "describe", "desc",
+	"explain", "replace", "insert", "delete", "handler", "using", "view", "truncate", "procedure", "function", "trigger", "event"}
+
+// clauseWords end a table list. Index hints (USE / FORCE / IGNORE INDEX (...)) and PARTITION
+// (...) do not: a comma after them goes on with the list.
 var clauseWords = []string{"select", "where", "on", "set", "group", "order", "having", "limit", "union", "values", "value",
-	"window", "returning", "for", "lock", "except", "intersect", "partition", "use", "ignore", "force", "natural"}
+	"window", "returning", "for", "lock", "except", "intersect", "natural"}
+
+// databaseAlterWords start ALTER DATABASE's changes, which follow no name when it alters the
+// session's database.
+var databaseAlterWords = []string{"default", "character", "charset", "collate", "comment", "upgrade"}
 
 // mysqlCatalogsNamed returns the databases the MySQL statement text sql names (as written,
 // unquoted), each once.
@@ -103,8 +116,12 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 	depth := 0
 	show := st[0].IsWord("show")
 	showFroms := 0
+	database := databaseNameIndex(st)
 	for i := 0; i < len(st); i++ {
 		t := st[i]
+		if i > 0 && statementPositionAfter(st, i-1) && allDatabasesAt(st, i) {
+			add(catalogAll)
+		}
 		switch {
 		case t.Kind == sqltok.Punct && t.Text == "(":
 			depth++
@@ -128,9 +145,12 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 		if i > 0 {
 			prev = st[i-1]
 		}
-		tablePosition := i > 0 && tablePositionAfter(st, i-1) || prev.Kind == sqltok.Punct && prev.Text == "," && tableList[depth]
+		tablePosition := i > 0 && (tablePositionAfter(st, i-1) || statementPositionAfter(st, i-1)) ||
+			prev.Kind == sqltok.Punct && prev.Text == "," && tableList[depth]
 		next := i + 2*len(parts) - 1
 		switch {
+		case i == database:
+			add(parts[0])
 		case len(parts) >= 3:
 			add(parts[0])
 		case len(parts) == 2 && next < len(st) && st[next].Kind == sqltok.Punct && st[next].Text == "(":
@@ -155,6 +175,59 @@ func tablePositionAfter(st []sqltok.Token, i int) bool {
 		return false
 	}
 	return !st[i].IsWord("update") || i == 0 || !st[i-1].IsWord("key")
+}
+
+// statementPositionAfter reports whether a table or routine name follows st[i] in this kind of
+// statement only: ON in GRANT, REVOKE and CREATE TRIGGER (elsewhere ON starts a join's
+// condition), TO and RENAME in RENAME and ALTER, LIKE in CREATE TABLE.
+func statementPositionAfter(st []sqltok.Token, i int) bool {
+	switch {
+	case st[i].IsWord("on"):
+		return st[0].IsWord("grant", "revoke") || st[0].IsWord("create") && wordWithin(st, 8, "trigger")
+	case st[i].IsWord("to", "rename"):
+		return st[0].IsWord("rename", "alter")
+	case st[i].IsWord("like"):
+		return st[0].IsWord("create") && wordWithin(st, 4, "table")
+	}
+	return false
+}
+
+// wordWithin reports whether one of words is among st's first n tokens.
+func wordWithin(st []sqltok.Token, n int, words ...string) bool {
+	for _, t := range st[:min(n, len(st))] {
+		if t.IsWord(words...) {
+			return true
+		}
+	}
+	return false
+}
+
+// allDatabasesAt reports whether *.* starts at st[i].
+func allDatabasesAt(st []sqltok.Token, i int) bool {
+	star := func(t sqltok.Token) bool { return t.Kind == sqltok.Operator && t.Text == "*" }
+	return i+2 < len(st) && star(st[i]) && st[i+1].Kind == sqltok.Punct && st[i+1].Text == "." && star(st[i+2])
+}
+
+// databaseNameIndex is where the database of CREATE / DROP / ALTER DATABASE (or SCHEMA) and SHOW
+// CREATE DATABASE is in st, past IF [NOT] EXISTS; -1 when st is none of these or names none.
+func databaseNameIndex(st []sqltok.Token) int {
+	if !st[0].IsWord("create", "drop", "alter", "show") {
+		return -1
+	}
+	for k := 1; k < min(3, len(st)); k++ {
+		if !st[k].IsWord("database", "schema") {
+			continue
+		}
+		j := k + 1
+		for j < len(st) && st[j].IsWord("if", "not", "exists") {
+			j++
+		}
+		if j == len(st) || st[j].IsWord(databaseAlterWords...) {
+			return -1
+		}
+		return j
+	}
+	return -1
 }
 
 // showListsTables reports whether the SHOW statement st lists a database's tables, triggers or

@@ -63,8 +63,9 @@ func (c *Compiled) access(req *query.Request, group string) error {
 func (c *Compiled) accessTo(req *query.Request, group, catalog string, named bool) error {
 	roles := c.users[req.User].Roles
 	for _, r := range c.rules {
+		coversAll := catalog == catalogAll && named && r.Effect == config.EffectDeny && len(r.Catalogs) > 0
 		if !matchesUser(r, req.User, roles) || !matchesList(r.Groups, group) ||
-			!matchesCatalogAs(r.Catalogs, catalog, named && r.Effect == config.EffectDeny) {
+			!coversAll && !matchesCatalogAs(r.Catalogs, catalog, named && r.Effect == config.EffectDeny) {
 			continue
 		}
 		if r.Effect == config.EffectDeny {

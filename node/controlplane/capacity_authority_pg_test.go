@@ -109,8 +109,9 @@ func refJSON(l capacity.Lease) string {
 }
 
 // TestPGAcquireTermsComeFromTheControlPlane: a registered worker asking for cap 100000, a 24 h
-// TTL, or negative numbers gets the configured cap 2 and TTL 30 s (stamped by the database's
-// clock), renewals too; an unknown cluster is refused with 400 naming it, and counted.
+// TTL gets the configured cap 2 and TTL 30 s (stamped by the database's clock), renewals too;
+// negative numbers are refused with 400 naming the field; an unknown cluster is refused with 400
+// naming it, and counted.
 func TestPGAcquireTermsComeFromTheControlPlane(t *testing.T) {
 	for _, ordered := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
@@ -125,7 +126,10 @@ func TestPGAcquireTermsComeFromTheControlPlane(t *testing.T) {
 			}
 			first := a.grant(rogue, `{"cluster":"pg","cap":100000,"ttlMillis":86400000}`)
 			checkTerms("acquire asking 24 h", first)
-			checkTerms("acquire with negative numbers", a.grant(rogue, `{"cluster":"pg","cap":-1,"ttlMillis":-5,"waitMillis":-7}`))
+			checkTerms("acquire with no numbers", a.grant(rogue, `{"cluster":"pg"}`))
+			if code, _, raw := a.acquireLease(rogue, `{"cluster":"pg","cap":-1,"ttlMillis":-5,"waitMillis":-7}`); code != 400 || !strings.Contains(raw, "cap -1") {
+				t.Fatalf("acquire with negative numbers: %d %s, want 400 naming the cap", code, raw)
+			}
 			for _, body := range []string{`{"cluster":"pg","cap":100000,"ttlMillis":86400000}`, `{"cluster":"pg","cap":2147483647}`} {
 				if code, got, raw := a.acquireLease(rogue, body); code != 200 || got.Granted {
 					t.Fatalf("acquire past the configured cap 2 (%s): %d %s, want a denial", body, code, raw)

@@ -37,6 +37,7 @@ type ConfigServer struct {
 
 	mu       sync.Mutex
 	current  *servedConfig            // nil until the first Publish
+	replaced []*servedConfig          // the givenRevisionsKept published before current, newest first
 	filtered map[string]*servedConfig // current filtered per worker, by snapshot.VerdictKey
 	waiting  int                      // long-polls parked now
 	onChange []func(revision string)
@@ -54,6 +55,9 @@ type servedConfig struct {
 	// may be sent different clusters. clusters (filtered ones): the clusters snap holds.
 	selective bool
 	clusters  map[string]bool
+	// given (the whole snapshot): what it gives each set of selector verdicts, for the history
+	// intake's gate (history_given.go); guarded by the server's mu.
+	given map[string]*givenNames
 }
 
 // NewConfigServer returns a server with nothing published yet. pollTimeout is how long a
@@ -83,6 +87,9 @@ func (s *ConfigServer) Mount(cp *ControlPlane) {
 	s.secret = cp.cfg.WorkerSecret
 	s.mu.Unlock()
 	cp.SetServedView(s.ServedFor)
+	cp.mu.Lock()
+	cp.gate = s.HistoryGate(labelsOf)
+	cp.mu.Unlock()
 	if cp.cfg.Metrics != nil {
 		cp.cfg.Metrics.MustRegister(selectorCollector{cp: cp, srv: s})
 	}
@@ -114,6 +121,9 @@ func (s *ConfigServer) Publish(snap *snapshot.WorkerSnapshotV1) error {
 	changed := prev == nil || prev.Revision != snap.Revision
 	if changed {
 		s.filtered = nil
+		if s.current != nil {
+			s.replaced = append([]*servedConfig{s.current}, s.replaced[:min(len(s.replaced), givenRevisionsKept-1)]...)
+		}
 	}
 	s.current = &servedConfig{snap: snap, body: body, selective: len(snap.Verdicts(nil)) > 0}
 	hooks := append([]func(string){}, s.onChange...)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
@@ -43,7 +44,8 @@ type ControlPlane struct {
 	flushing        bool              // a Flush is writing
 	supersedes      map[string]supersedeCount
 	currentRevision string
-	served          ServedView // nil: every worker is compared with currentRevision
+	served          ServedView   // nil: every worker is compared with currentRevision
+	gate            history.Gate // the history intake's check of a worker's records (nil: none)
 	onEvict         []func(ctx context.Context, w workerapi.WorkerInfo)
 	onSessionEnd    []func(ctx context.Context, s Session, why string)
 	capStats        *capacityStats // nil without MountCapacity

@@ -13,7 +13,7 @@ type metrics struct {
 	registryWrites  *prometheus.CounterVec
 	registryRecords prometheus.Counter
 	heldRefused     *prometheus.CounterVec
-	historyRefused  prometheus.Counter
+	historyRefused  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -46,10 +46,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queryflux_controlplane_held_requests_refused_total",
 			Help: "Requests the control plane would hold open (config long-polls, contention watches) refused because their worker already held HeldPerWorkerMax of that kind.",
 		}, []string{"kind"}),
-		historyRefused: prometheus.NewCounter(prometheus.CounterOpts{
+		historyRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_controlplane_history_records_refused_total",
-			Help: "History records refused because another worker recorded their query id first (the rest of each batch is stored).",
-		}),
+			Help: "History records refused (the rest of each batch is stored), by reason: foreign-id (another worker recorded the query id first), not-given (the record names a cluster, group or user the worker was not given).",
+		}, []string{"reason"}),
 	}
 	for _, state := range []string{workerapi.StateHealthy, workerapi.StateStale, workerapi.StateEvicted} {
 		m.workers.WithLabelValues(state).Set(0) // every state shows, even when empty

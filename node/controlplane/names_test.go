@@ -122,7 +122,7 @@ func TestWorkerCannotTakeAnotherWorkersQueryID(t *testing.T) {
 		ack.RefusedRecords[0].Index != 0 || ack.RefusedRecords[0].QueryID != "q-victim" || !strings.Contains(ack.RefusedRecords[0].Error, "another worker") {
 		t.Fatalf("w2's batch with w1's id: %+v; want q-victim (index 0) refused, q-own stored", ack)
 	}
-	if n := testutil.ToFloat64(h.cp.metrics.historyRefused); n != 1 {
+	if n := testutil.ToFloat64(h.cp.metrics.historyRefused.WithLabelValues(history.RefusedForeign)); n != 1 {
 		t.Fatalf("refused records counted: %v, want 1", n)
 	}
 	page, err := store.Query(context.Background(), history.Filter{})

@@ -215,8 +215,9 @@ func (s *coreSession) Execute(ctx context.Context, q *query.Request) (query.Rows
 		return s.answerLostTransaction(id, q, start)
 	}
 	qctx, cancel, run := s.statementContext(ctx)
+	slotLost := s.adm.slot.Lost() // asked before s.mu is taken: the guard's lock and s.mu are never held together
 	s.mu.Lock()
-	if s.lost {
+	if s.lost || slotLost {
 		s.mu.Unlock()
 		cancel()
 		return nil, s.report(id, q, start, trace, 0, 0, s.errLost())
@@ -325,11 +326,14 @@ func (s *coreSession) endStatement(cancel context.CancelFunc) {
 	cancel()
 }
 
+// explain replaces the failure a lost lease caused with the lost lease's error. The slot is
+// asked too: a worker that resumes after a freeze past its lease's term finds the engine
+// connection fenced before its keeper has told the session.
 func (s *coreSession) explain(err error) error {
 	s.mu.Lock()
 	lost := s.lost
 	s.mu.Unlock()
-	if err != nil && lost {
+	if err != nil && (lost || s.adm.slot.Lost()) {
 		return s.errLost()
 	}
 	return err

@@ -96,8 +96,13 @@ func (s *Server) oneBatch(schema *arrow.Schema, rows [][]string) (*arrow.Schema,
 			b.Field(c).(*array.StringBuilder).Append(v)
 		}
 	}
+	return singleBatch(schema, b.NewRecordBatch())
+}
+
+// singleBatch is a metadata answer of one batch: a closed channel holding it.
+func singleBatch(schema *arrow.Schema, batch arrow.RecordBatch) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	ch := make(chan flight.StreamChunk, 1)
-	ch <- flight.StreamChunk{Data: b.NewRecordBatch()}
+	ch <- flight.StreamChunk{Data: batch}
 	close(ch)
 	return schema, ch, nil
 }
@@ -195,10 +200,7 @@ func (s *Server) tablesWithSchemas(ctx context.Context, tables [][]string) (*arr
 		}
 		b.Field(4).(*array.BinaryBuilder).Append(flight.SerializeSchema(outSchema(sch), s.Alloc))
 	}
-	ch := make(chan flight.StreamChunk, 1)
-	ch <- flight.StreamChunk{Data: b.NewRecordBatch()}
-	close(ch)
-	return schema_ref.TablesWithIncludedSchema, ch, nil
+	return singleBatch(schema_ref.TablesWithIncludedSchema, b.NewRecordBatch())
 }
 
 // includedSchemasMax bounds the tables one GetTables with include_schema describes.
@@ -343,10 +345,7 @@ func (s *Server) DoGetPrimaryKeys(ctx context.Context, ref fsql.TableRef) (*arro
 		b.Field(4).(*array.Int32Builder).Append(keySequence(r[4]))
 		b.Field(5).(*array.StringBuilder).Append(r[5])
 	}
-	ch := make(chan flight.StreamChunk, 1)
-	ch <- flight.StreamChunk{Data: b.NewRecordBatch()}
-	close(ch)
-	return schema_ref.PrimaryKeys, ch, nil
+	return singleBatch(schema_ref.PrimaryKeys, b.NewRecordBatch())
 }
 
 // keySequence reads an ordinal_position; 0 when the engine gave none.

@@ -84,10 +84,7 @@ func (s *Server) keysAnswer(ctx context.Context, keep func([]string) bool) (*arr
 		b.Field(11).(*array.Uint8Builder).Append(keyRule(r[11]))
 		b.Field(12).(*array.Uint8Builder).Append(keyRule(r[12]))
 	}
-	ch := make(chan flight.StreamChunk, 1)
-	ch <- flight.StreamChunk{Data: b.NewRecordBatch()}
-	close(ch)
-	return schema, ch, nil
+	return singleBatch(schema, b.NewRecordBatch())
 }
 
 // foreignKeyOf names the key a row's column pair belongs to: the referencing table and the

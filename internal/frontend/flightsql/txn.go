@@ -2,15 +2,19 @@ package flightsql
 
 import (
 	"context"
+	"errors"
+	"io"
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // Transactions (BeginTransaction, a statement naming the transaction, EndTransaction) run on
@@ -34,6 +38,13 @@ type transaction struct {
 	conn    uint64    // the connection that began it (connID)
 	used    time.Time // when its last statement finished (or it began)
 	busy    bool      // a statement runs, or its result waits for its DoGet
+	// broken is the failure of a statement that took the engine's transaction with it (its
+	// connection ended: fenced for a lost lease, or killed). The transaction stays its client's
+	// until ended: its statements and COMMIT answer broken, its ROLLBACK succeeds. Forgetting
+	// it would let the client's next statements run outside any transaction.
+	broken error
+	// savepoints are the savepoints BeginSavepoint took, by id (savepoints.go).
+	savepoints map[string]string
 }
 
 // BeginTransaction opens a transaction on the engine the statement BEGIN routes to.
@@ -135,14 +146,29 @@ func (s *Server) EndTransaction(ctx context.Context, req fsql.ActionEndTransacti
 		return err
 	}
 	defer s.closeTx(tx)
+	if tx.broken != nil {
+		if sql == "ROLLBACK" {
+			return nil // the engine's transaction ended with its connection
+		}
+		return tx.broken
+	}
 	failed := tx.session.TxStatus() == 'E'
-	if err := runToEnd(ctx, tx.session, s.request(ctx, sql, nil)); err != nil {
+	if err := runToEnd(ctx, tx.session, s.request(ctx, sql, nil)); err != nil && !(sql == "ROLLBACK" && leaseLost(err)) {
 		return toStatus(contextOr(ctx, err))
 	}
 	if sql == "COMMIT" && failed {
 		return status.Error(codes.Aborted, "25P02: the transaction had failed; COMMIT rolled it back")
 	}
 	return nil
+}
+
+// leaseLost reports whether err is the lost capacity lease's. A transaction whose lease was
+// lost has nothing left to roll back: the control plane fenced its engine connection, and
+// closeTx ends whatever a fence could not reach. Its ROLLBACK, the way out the error names,
+// succeeds.
+func leaseLost(err error) bool {
+	var qe *query.Error
+	return errors.As(err, &qe) && qe.Code == query.CodeLeaseLost
 }
 
 // txLocked is the caller's idle transaction id, or the error to answer.
@@ -156,6 +182,16 @@ func (s *Server) txLocked(ctx context.Context, id string) (*transaction, error) 
 			"the transaction's previous statement is still running or its result waits for its DoGet; fetch or cancel it first")
 	}
 	return tx, nil
+}
+
+// brokenBy is what a statement's failure err means for its transaction: the lost lease's
+// error as it is (it says to roll back), or 25P02 naming the failure; both gRPC's Aborted.
+func brokenBy(err error) error {
+	if leaseLost(err) {
+		return toStatus(err)
+	}
+	return status.Errorf(codes.Aborted, "[%s] the transaction ended when a statement failed and took its engine connection (%s); roll it back",
+		sqlstate.InFailedSQLTransaction, status.Convert(toStatus(err)).Message())
 }
 
 // forgetTxLocked removes a transaction from the server; its session is the caller's to close.
@@ -183,17 +219,25 @@ func (s *Server) claimTx(ctx context.Context, id []byte) (*transaction, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tx.broken != nil {
+		return nil, tx.broken
+	}
 	tx.busy = true
 	return tx, nil
 }
 
-// releaseTx ends a statement of tx. A transaction its own statement ended (a COMMIT sent as
-// SQL) is over: it is forgotten and unpinned.
-func (s *Server) releaseTx(tx *transaction) {
+// releaseTx ends a statement of tx, which failed with err (nil: it did not). A transaction its
+// own statement ended (a COMMIT sent as SQL) is over: it is forgotten and unpinned. One a
+// failed statement ended is broken.
+func (s *Server) releaseTx(tx *transaction, err error) {
 	s.mu.Lock()
 	tx.busy = false
 	tx.used = time.Now()
-	over := tx.session.TxStatus() == 'I'
+	ended := tx.session.TxStatus() == 'I'
+	if err != nil && ended && tx.broken == nil {
+		tx.broken = brokenBy(err)
+	}
+	over := ended && tx.broken == nil
 	if over {
 		for id, t := range s.txns {
 			if t == tx {
@@ -215,22 +259,31 @@ func (s *Server) runIn(ctx context.Context, tx *transaction, q *query.Request) (
 	}
 	rows, err := tx.session.Execute(ctx, q)
 	if err != nil {
-		s.releaseTx(tx)
+		s.releaseTx(tx, err)
 		return nil, err
 	}
-	return &txRows{Rows: rows, done: func() { s.releaseTx(tx) }}, nil
+	return &txRows{Rows: rows, done: func(err error) { s.releaseTx(tx, err) }}, nil
 }
 
 // txRows is a transaction's result: closing it frees the transaction for its next statement.
 type txRows struct {
 	query.Rows
-	once sync.Once
-	done func()
+	once   sync.Once
+	done   func(failed error)
+	failed error // the result's own failure, if it failed
+}
+
+func (r *txRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	b, err := r.Rows.Next(ctx)
+	if err != nil && err != io.EOF {
+		r.failed = err
+	}
+	return b, err
 }
 
 func (r *txRows) Close() error {
 	err := r.Rows.Close()
-	r.once.Do(r.done)
+	r.once.Do(func() { r.done(r.failed) })
 	return err
 }
 
@@ -254,11 +307,12 @@ func (s *Server) endTxsWhere(end func(*transaction) bool) {
 // visible there), else through the backend.
 func (s *Server) describeIn(ctx context.Context, tx *transaction, q *query.Request) (*engine.Description, bool, error) {
 	if tx != nil {
-		defer s.releaseTx(tx)
 		if d, ok := tx.session.(engine.Describer); ok {
 			desc, err := d.Describe(ctx, q)
+			s.releaseTx(tx, err)
 			return desc, true, err
 		}
+		s.releaseTx(tx, nil)
 	}
 	d, ok := s.backend.(engine.Describer)
 	if !ok {
