@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"slices"
@@ -20,63 +21,82 @@ import (
 // statement's columns, and an expression's, carry none, as MariaDB's expressions carry none.
 
 // mysqlColumnKeys is each result column's MetaColumnKey value for a MySQL client's SELECT of
-// one table's columns ("" for an item that is not a column); nil for any other statement, or
-// when the table is not found.
+// one table's columns, with the column's origin (engine.ColumnOrigin: the table's database, the
+// table as the statement names it, its own name, the column's) as MariaDB's column definition
+// names it; an item that is not a column has an empty origin, and a COUNT(...) is NOT NULL, as
+// MariaDB says. nil for any other statement, or when the table is not found.
 func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []string {
 	if q.Protocol != query.ProtocolMySQL {
 		return nil
 	}
-	table, items, ok := singleTableSelect(q.SQL)
-	if !ok || len(table) > 2 {
+	sel, ok := readSingleTableSelect(q.SQL)
+	if !ok || len(sel.table) > 2 {
 		return nil
 	}
 	db := ""
-	if len(table) == 2 {
-		db = table[0]
+	if len(sel.table) == 2 {
+		db = sel.table[0]
 	}
-	names, keys, byName := cachedColumnKeys(ctx, conn, db, table[len(table)-1])
-	if names == nil {
+	cols := cachedColumnKeys(ctx, conn, db, sel.table[len(sel.table)-1])
+	if cols == nil {
 		return nil
 	}
+	named := cmp.Or(sel.alias, sel.table[len(sel.table)-1])
+	keyOf := func(c tableColumn) string {
+		return engine.WithOrigin(c.key, engine.ColumnOrigin{DB: c.db, Table: named, OrgTable: c.table, Column: c.name})
+	}
 	var out []string
-	for _, item := range items {
+	for i, item := range sel.items {
 		if item == "*" {
-			out = append(out, keys...)
+			for _, c := range cols {
+				out = append(out, keyOf(c))
+			}
 			continue
 		}
-		out = append(out, byName[strings.ToLower(item)])
+		at := slices.IndexFunc(cols, func(c tableColumn) bool { return strings.EqualFold(c.name, item) })
+		switch {
+		case at >= 0:
+			out = append(out, keyOf(cols[at]))
+		case sel.counts[i]:
+			out = append(out, engine.WithOrigin(engine.KeyNotNull, engine.ColumnOrigin{}))
+		default:
+			out = append(out, engine.WithOrigin("", engine.ColumnOrigin{}))
+		}
 	}
 	return out
 }
 
+// tableColumn is one column of a table and its MetaColumnKey words.
+type tableColumn struct{ db, table, name, key string }
+
 // cachedColumnKeys is tableColumnKeys, kept for the statements of pooled connections
 // (columnkeycache.go).
-func cachedColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) (names, keys []string, byName map[string]string) {
+func cachedColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) []tableColumn {
 	c := columnKeysCacheOf(ctx)
 	if c == nil {
 		return tableColumnKeys(ctx, conn, db, table)
 	}
 	t := tableName{db: db, table: strings.ToLower(table)}
 	if k, ok := c.get(t); ok {
-		return k.names, k.keys, k.byName
+		return k.cols
 	}
 	gen := c.gen.Load()
-	names, keys, byName = tableColumnKeys(ctx, conn, db, table)
-	if names != nil {
-		c.put(t, tableKeys{gen: gen, names: names, keys: keys, byName: byName})
+	cols := tableColumnKeys(ctx, conn, db, table)
+	if cols != nil {
+		c.put(t, tableKeys{gen: gen, cols: cols})
 	}
-	return names, keys, byName
+	return cols
 }
 
-// tableColumnKeys reads the table's columns in order with their MetaColumnKey values; nil
-// names when the table is not found. The catalog is read by three plain queries (its columns,
-// then their keys and indexes) and the words made here (keyWords): columnKeysSQL, which says
+// tableColumnKeys reads the table's columns in order with their MetaColumnKey words; nil when
+// the table is not found. The catalog is read by three plain queries (its columns,
+// then their keys and indexes) and the words made here (keyWords): catalogColumnKeysSQL, which says
 // the same in one statement of correlated subqueries, took DuckDB ~80-170 ms to plan and run
 // for a table of three columns, these ~5 ms (BenchmarkTableColumnKeys).
-func tableColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) (names, keys []string, byName map[string]string) {
+func tableColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) []tableColumn {
 	cols, err := tableKeyColumns(ctx, conn, db, table)
 	if err != nil || cols == nil {
-		return nil, nil, nil
+		return nil
 	}
 	oids := make([]string, 0, 1)
 	for _, c := range cols {
@@ -88,25 +108,25 @@ func tableColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) (nam
 	cons, err := keyLists(ctx, conn, `SELECT table_oid, constraint_index, constraint_type = 'PRIMARY KEY', false, unnest(constraint_column_names), `+
 		`unnest(range(len(constraint_column_names))) FROM duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND table_oid IN (`+in+`)`)
 	if err != nil {
-		return nil, nil, nil
+		return nil
 	}
 	idx, err := keyLists(ctx, conn, `SELECT table_oid, index_oid, is_unique, `+caselessIndex+`, unnest(e), unnest(range(len(e))) `+
 		`FROM (SELECT *, qf_index_expressions(expressions) AS e FROM duckdb_indexes() WHERE table_oid IN (`+in+`))`)
 	if err != nil {
-		return nil, nil, nil
+		return nil
 	}
-	byName = map[string]string{}
-	for _, c := range cols {
-		key := keyWords(c, cons, idx)
-		names, keys = append(names, c.name), append(keys, key)
-		byName[strings.ToLower(c.name)] = key
+	out := make([]tableColumn, len(cols))
+	for i, c := range cols {
+		out[i] = tableColumn{db: c.db, table: c.table, name: c.name, key: keyWords(c, cons, idx)}
 	}
-	return names, keys, byName
+	return out
 }
 
 // keyColumn is a table column as keyWords reads it.
 type keyColumn struct {
 	oid      int64
+	db       string
+	table    string
 	name     string
 	nullable bool
 	def      sql.NullString
@@ -124,7 +144,7 @@ type keyList struct {
 // tableKeyColumns is db.table's columns in order (the current database's table for db ""); nil when
 // there is no such table.
 func tableKeyColumns(ctx context.Context, conn *sql.Conn, db, table string) ([]keyColumn, error) {
-	rows, err := conn.QueryContext(ctx, `SELECT c.table_oid, c.column_name, c.is_nullable, c.column_default FROM duckdb_columns() c WHERE `+
+	rows, err := conn.QueryContext(ctx, `SELECT c.table_oid, c.database_name, c.table_name, c.column_name, c.is_nullable, c.column_default FROM duckdb_columns() c WHERE `+
 		inSchema("c.database_name", "c.schema_name", db)+` AND lower(c.table_name) = lower(`+quoteString(table)+`) ORDER BY c.table_oid, c.column_index`)
 	if err != nil {
 		return nil, err
@@ -133,7 +153,7 @@ func tableKeyColumns(ctx context.Context, conn *sql.Conn, db, table string) ([]k
 	var cols []keyColumn
 	for rows.Next() {
 		var c keyColumn
-		if err := rows.Scan(&c.oid, &c.name, &c.nullable, &c.def); err != nil {
+		if err := rows.Scan(&c.oid, &c.db, &c.table, &c.name, &c.nullable, &c.def); err != nil {
 			return nil, err
 		}
 		cols = append(cols, c)
@@ -255,10 +275,10 @@ func autoIncrementDefault(def string) bool {
 }
 
 // catalogColumnKeysSQL reads each column of db.table (the current database's table for db "")
-// and its MetaColumnKey words: a primary key's columns are NOT NULL, a unique key is the
-// column's own when it has one column, MariaDB's MUL (multipleKey) the first column's of an
-// index or of a unique key of more. tableColumnKeys says the same quicker (keyWords); this is
-// its tests' oracle.
+// with its database and table names and its MetaColumnKey words: a primary key's columns are
+// NOT NULL, a unique key is the column's own when it has one column, MariaDB's MUL
+// (multipleKey) the first column's of an index or of a unique key of more. tableColumnKeys
+// says the same quicker (keyWords); this is its tests' oracle.
 func catalogColumnKeysSQL(db, table string) string {
 	inKey := func(kind string) string {
 		return `EXISTS (SELECT 1 FROM duckdb_constraints() k WHERE k.table_oid = c.table_oid AND k.constraint_type ` + kind +
@@ -271,7 +291,7 @@ func catalogColumnKeysSQL(db, table string) string {
 	word := func(cond, w string) string { return `CASE WHEN ` + cond + ` THEN '` + w + `' END` }
 	key := `coalesce(` + multipleKey + `, CASE WHEN EXISTS (SELECT 1 FROM duckdb_constraints() k WHERE k.table_oid = c.table_oid ` +
 		`AND k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name]) THEN 'UNI' END)`
-	return `SELECT c.column_name, concat_ws(' ', ` +
+	return `SELECT c.database_name, c.table_name, c.column_name, concat_ws(' ', ` +
 		word(notNull, engine.KeyNotNull) + `, ` +
 		word(primary, engine.KeyPrimary) + `, ` +
 		word(`NOT `+primary+` AND `+key+` = 'UNI'`, engine.KeyUnique) + `, ` +
