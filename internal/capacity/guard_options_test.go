@@ -56,7 +56,9 @@ func TestGuardOptionsRefuseWhatCannotHoldTheCap(t *testing.T) {
 		"renewing just before the margin": func(o *GuardOptions) {
 			o.LeaseTTL, o.DriftMargin, o.RenewEvery = ttl, 2*time.Second, ttl-2*time.Second-time.Millisecond
 		},
-		"a margin just under half the TTL": func(o *GuardOptions) { o.LeaseTTL, o.DriftMargin, o.RenewEvery = ttl, ttl/2-time.Millisecond, time.Second },
+		"a margin just under half the TTL": func(o *GuardOptions) {
+			o.LeaseTTL, o.DriftMargin, o.RenewEvery = ttl, ttl/2-time.Millisecond, time.Second
+		},
 	} {
 		o := good
 		edit(&o)
