@@ -94,6 +94,9 @@ var compatSQL = []string{
 	declaredNameSQL, declaredActionSQL, constraintNameSQL,
 	`CREATE MACRO {c}.main.qf_fk_action_words(a) AS CASE a WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
 		WHEN 'd' THEN 'SET DEFAULT' END`,
+	// A foreign key's deferrability as pg_get_constraintdef ends with it.
+	`CREATE MACRO {c}.main.qf_fk_deferral(is_deferrable, is_deferred) AS
+		CASE WHEN is_deferrable THEN ' DEFERRABLE' ELSE '' END || CASE WHEN is_deferred THEN ' INITIALLY DEFERRED' ELSE '' END`,
 	// A foreign key's actions as PostgreSQL's definition ends with them (NO ACTION unwritten).
 	`CREATE MACRO {c}.main.qf_fk_actions(upd, del) AS
 		CASE WHEN upd IN ('r', 'c', 'n', 'd') THEN ' ON UPDATE ' || {c}.main.qf_fk_action_words(upd) ELSE '' END ||
@@ -225,7 +228,10 @@ var compatSQL = []string{
 			ELSE k.constraint_name END) AS conname,
 		k.schema_oid AS connamespace,
 		CASE k.constraint_type WHEN 'CHECK' THEN 'c' WHEN 'UNIQUE' THEN 'u' WHEN 'PRIMARY KEY' THEN 'p' ELSE 'f' END AS contype,
-		false AS condeferrable, false AS condeferred, true AS convalidated, k.table_oid AS conrelid, 0::BIGINT AS contypid,
+		k.constraint_type = 'FOREIGN KEY' AND {c}.main.qf_constraint_action(k.database_name, k.schema_name, k.table_name,
+			k.constraint_column_names, 'x') IN ('i', 'd') AS condeferrable,
+		k.constraint_type = 'FOREIGN KEY' AND {c}.main.qf_constraint_action(k.database_name, k.schema_name, k.table_name,
+			k.constraint_column_names, 'x') = 'd' AS condeferred, true AS convalidated, k.table_oid AS conrelid, 0::BIGINT AS contypid,
 		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN coalesce({c}.main.qf_constraint_index_oid(r.table_oid, r.constraint_index), 0)
 			WHEN k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') THEN {c}.main.qf_constraint_index_oid(k.table_oid, k.constraint_index)
 			ELSE 0 END AS conindid,
@@ -254,9 +260,9 @@ var compatSQL = []string{
 	// ("CHECK (n > 0)", psql's \d); a foreign key's ends with its actions (qf_definition is
 	// DuckDB's text, which its CREATE TABLE holds).
 	`CREATE MACRO {c}.main.pg_get_constraintdef(id) AS
-		(SELECT any_value(qf_definition || {c}.main.qf_fk_actions(confupdtype, confdeltype)) FROM {c}.main.qf_pg_constraint WHERE oid = id),
+		(SELECT any_value(qf_definition || {c}.main.qf_fk_actions(confupdtype, confdeltype) || {c}.main.qf_fk_deferral(condeferrable, condeferred)) FROM {c}.main.qf_pg_constraint WHERE oid = id),
 		(id, pretty) AS (SELECT any_value(CASE WHEN pretty AND contype = 'c' AND conbin LIKE '(%)'
-			THEN 'CHECK (' || conbin[2:-2] || ')' ELSE qf_definition || {c}.main.qf_fk_actions(confupdtype, confdeltype) END)
+			THEN 'CHECK (' || conbin[2:-2] || ')' ELSE qf_definition || {c}.main.qf_fk_actions(confupdtype, confdeltype) || {c}.main.qf_fk_deferral(condeferrable, condeferred) END)
 			FROM {c}.main.qf_pg_constraint WHERE oid = id)`,
 	// A list of text as PostgreSQL writes an array of it: {a,"b c",NULL}, an element quoted when
 	// empty, NULL, or holding a blank, a quote, a backslash, a comma or a brace.

@@ -56,7 +56,9 @@ type Engine struct {
 	locked bool                   // client configuration statements refused (lock_configuration)
 	// actionsMaybe: a foreign key with an ON DELETE / ON UPDATE action may exist (pgrefintx.go)
 	actionsMaybe atomic.Bool
-	reopen       reopener
+	// deferrableMaybe: a DEFERRABLE foreign key may exist (pgdeferred.go)
+	deferrableMaybe atomic.Bool
+	reopen          reopener
 	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
 	advisory advisoryLocks
 	found    foundRows       // MySQL clients' FOUND_ROWS() (foundrows.go)
@@ -144,6 +146,7 @@ func (e *Engine) openDB() (*sql.DB, error) {
 	db.SetMaxOpenConns(e.reopen.conns)
 	db.SetMaxIdleConns(e.reopen.conns)
 	e.noteDeclaredActions(db)
+	e.noteDeclaredDeferrable(db)
 	return db, nil
 }
 

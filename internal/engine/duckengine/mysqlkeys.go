@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"slices"
@@ -19,75 +20,93 @@ import (
 // statement's columns, and an expression's, carry none, as MariaDB's expressions carry none.
 
 // mysqlColumnKeys is each result column's MetaColumnKey value for a MySQL client's SELECT of
-// one table's columns ("" for an item that is not a column); nil for any other statement, or
-// when the table is not found.
+// one table's columns, with the column's origin (engine.ColumnOrigin: the table's database, the
+// table as the statement names it, its own name, the column's) as MariaDB's column definition
+// names it; an item that is not a column has an empty origin, and a COUNT(...) is NOT NULL, as
+// MariaDB says. nil for any other statement, or when the table is not found.
 func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []string {
 	if q.Protocol != query.ProtocolMySQL {
 		return nil
 	}
-	table, items, ok := singleTableSelect(q.SQL)
-	if !ok || len(table) > 2 {
+	sel, ok := readSingleTableSelect(q.SQL)
+	if !ok || len(sel.table) > 2 {
 		return nil
 	}
 	db := ""
-	if len(table) == 2 {
-		db = table[0]
+	if len(sel.table) == 2 {
+		db = sel.table[0]
 	}
-	names, keys, byName := cachedColumnKeys(ctx, conn, db, table[len(table)-1])
-	if names == nil {
+	cols := cachedColumnKeys(ctx, conn, db, sel.table[len(sel.table)-1])
+	if cols == nil {
 		return nil
 	}
+	named := cmp.Or(sel.alias, sel.table[len(sel.table)-1])
+	keyOf := func(c tableColumn) string {
+		return engine.WithOrigin(c.key, engine.ColumnOrigin{DB: c.db, Table: named, OrgTable: c.table, Column: c.name})
+	}
 	var out []string
-	for _, item := range items {
+	for i, item := range sel.items {
 		if item == "*" {
-			out = append(out, keys...)
+			for _, c := range cols {
+				out = append(out, keyOf(c))
+			}
 			continue
 		}
-		out = append(out, byName[strings.ToLower(item)])
+		at := slices.IndexFunc(cols, func(c tableColumn) bool { return strings.EqualFold(c.name, item) })
+		switch {
+		case at >= 0:
+			out = append(out, keyOf(cols[at]))
+		case sel.counts[i]:
+			out = append(out, engine.WithOrigin(engine.KeyNotNull, engine.ColumnOrigin{}))
+		default:
+			out = append(out, engine.WithOrigin("", engine.ColumnOrigin{}))
+		}
 	}
 	return out
 }
 
+// tableColumn is one column of a table and its MetaColumnKey words.
+type tableColumn struct{ db, table, name, key string }
+
 // cachedColumnKeys is tableColumnKeys, kept for the statements of pooled connections
 // (columnkeycache.go).
-func cachedColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) (names, keys []string, byName map[string]string) {
+func cachedColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) []tableColumn {
 	c := columnKeysCacheOf(ctx)
 	if c == nil {
 		return tableColumnKeys(ctx, conn, db, table)
 	}
 	t := tableName{db: db, table: strings.ToLower(table)}
 	if k, ok := c.get(t); ok {
-		return k.names, k.keys, k.byName
+		return k.cols
 	}
 	gen := c.gen.Load()
-	names, keys, byName = tableColumnKeys(ctx, conn, db, table)
-	if names != nil {
-		c.put(t, tableKeys{gen: gen, names: names, keys: keys, byName: byName})
+	cols := tableColumnKeys(ctx, conn, db, table)
+	if cols != nil {
+		c.put(t, tableKeys{gen: gen, cols: cols})
 	}
-	return names, keys, byName
+	return cols
 }
 
-// tableColumnKeys reads the table's columns in order with their MetaColumnKey values; nil
-// names when the table is not found.
-func tableColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) (names, keys []string, byName map[string]string) {
+// tableColumnKeys reads the table's columns in order with their MetaColumnKey words; nil when
+// the table is not found.
+func tableColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) []tableColumn {
 	rows, err := conn.QueryContext(ctx, columnKeysSQL(db, table))
 	if err != nil {
-		return nil, nil, nil
+		return nil
 	}
 	defer rows.Close()
-	byName = map[string]string{}
+	var cols []tableColumn
 	for rows.Next() {
-		var name, key string
-		if rows.Scan(&name, &key) != nil {
-			return nil, nil, nil
+		var c tableColumn
+		if rows.Scan(&c.db, &c.table, &c.name, &c.key) != nil {
+			return nil
 		}
-		names, keys = append(names, name), append(keys, key)
-		byName[strings.ToLower(name)] = key
+		cols = append(cols, c)
 	}
 	if rows.Err() != nil {
-		return nil, nil, nil
+		return nil
 	}
-	return names, keys, byName
+	return cols
 }
 
 // columnKeysSQL reads each column of db.table (the current database's table for db "") and
@@ -106,7 +125,7 @@ func columnKeysSQL(db, table string) string {
 	word := func(cond, w string) string { return `CASE WHEN ` + cond + ` THEN '` + w + `' END` }
 	key := `coalesce(` + multipleKey + `, CASE WHEN EXISTS (SELECT 1 FROM duckdb_constraints() k WHERE k.table_oid = c.table_oid ` +
 		`AND k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name]) THEN 'UNI' END)`
-	return `SELECT c.column_name, concat_ws(' ', ` +
+	return `SELECT c.database_name, c.table_name, c.column_name, concat_ws(' ', ` +
 		word(notNull, engine.KeyNotNull) + `, ` +
 		word(primary, engine.KeyPrimary) + `, ` +
 		word(`NOT `+primary+` AND `+key+` = 'UNI'`, engine.KeyUnique) + `, ` +

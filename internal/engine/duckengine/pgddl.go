@@ -43,6 +43,9 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 			}, true, err
 		}
 	}
+	if run, ok, err := setConstraintsOutside(q); ok { // pgdeferred.go
+		return run, true, err
+	}
 	if run, ok, err := addForeignKey(q); ok {
 		return run, true, err
 	}

@@ -40,6 +40,8 @@ func declaredSetupSQL(qualifier string) []string {
 			"column_name VARCHAR, duck_type VARCHAR, type_oid BIGINT, typmod INTEGER)",
 		"CREATE TABLE IF NOT EXISTS " + qualifier + ".constraints (schema_name VARCHAR, table_name VARCHAR, " +
 			"kind VARCHAR, columns VARCHAR[], name VARCHAR, on_delete VARCHAR, on_update VARCHAR)",
+		// a foreign key's DEFERRABLE: 'i' INITIALLY IMMEDIATE, 'd' INITIALLY DEFERRED (pgdeferred.go)
+		"ALTER TABLE " + qualifier + ".constraints ADD COLUMN IF NOT EXISTS deferral VARCHAR",
 	}
 }
 
@@ -80,6 +82,7 @@ type declaredConstraint struct {
 	columns            []string
 	name               string
 	onDelete, onUpdate byte
+	deferral           byte // a foreign key's: 0 NOT DEFERRABLE, 'i' DEFERRABLE [INITIALLY IMMEDIATE], 'd' INITIALLY DEFERRED
 }
 
 // declaredTable is what a CREATE TABLE declares.
@@ -235,6 +238,7 @@ func readConstraint(ts []sqltok.Token, cols []string) (c declaredConstraint, ok 
 	}
 	c.columns, c.onDelete, c.onUpdate = cols, 'a', 'a'
 	for ; i < len(ts); i++ {
+		c.deferral = keyDeferral(ts, i, c.deferral)
 		if !isWord(ts[i], "on") || i+2 >= len(ts) {
 			continue
 		}
@@ -247,6 +251,19 @@ func readConstraint(ts []sqltok.Token, cols []string) (c declaredConstraint, ok 
 		}
 	}
 	return c, len(cols) > 0 // every foreign key: DuckDB's own name of one is not PostgreSQL's
+}
+
+// keyDeferral is a key's deferral (declaredConstraint.deferral) after the word at ts[i].
+func keyDeferral(ts []sqltok.Token, i int, deferral byte) byte {
+	switch {
+	case isWord(ts[i], "deferrable") && (i == 0 || !isWord(ts[i-1], "not")):
+		return max(deferral, 'i')
+	case isWord(ts[i], "not") && i+1 < len(ts) && isWord(ts[i+1], "deferrable"):
+		return 0
+	case isWord(ts[i], "initially") && i+1 < len(ts) && isWord(ts[i+1], "deferred"):
+		return 'd'
+	}
+	return deferral
 }
 
 // referentialAction is pg_constraint's letter for the action written at ts.
@@ -450,8 +467,9 @@ func (c declaredConstraint) insert(schema, name string) string {
 		}
 		return quoteString(s)
 	}
-	return fmt.Sprintf("INSERT INTO %s.constraints VALUES (%s, lower(%s), '%c', %s, %s, %s, %s)", declaredSchema,
-		schemaExpr(schema), quoteString(name), c.kind, c.columnList(), text(c.name), text(string(c.onDelete)), text(string(c.onUpdate)))
+	return fmt.Sprintf("INSERT INTO %s.constraints VALUES (%s, lower(%s), '%c', %s, %s, %s, %s, %s)", declaredSchema,
+		schemaExpr(schema), quoteString(name), c.kind, c.columnList(), text(c.name), text(string(c.onDelete)), text(string(c.onUpdate)),
+		text(string(c.deferral)))
 }
 
 // formatTypeSQL creates format_type's compatibility macro: a type's name as PostgreSQL writes it
@@ -501,9 +519,10 @@ const constraintNameSQL = `CREATE MACRO {c}.main.qf_pg_constraint_name(in_db, in
 	FROM duckdb_constraints() k WHERE k.database_name = in_db AND k.schema_name = in_schema AND k.constraint_name = in_name)`
 
 // declaredActionSQL: a foreign key's declared ON DELETE (which 'd') or ON UPDATE ('u') action,
-// pg_constraint's letter; NO ACTION ('a') when none was declared.
+// pg_constraint's letter; NO ACTION ('a') when none was declared; which 'x': its deferral
+// (declaredConstraint.deferral), 'a' when not deferrable.
 const declaredActionSQL = `CREATE MACRO {c}.main.qf_constraint_action(in_db, in_schema, in_table, in_cols, in_which) AS
-	coalesce((SELECT any_value(CASE WHEN in_which = 'd' THEN d.on_delete ELSE d.on_update END)
+	coalesce((SELECT any_value(CASE in_which WHEN 'd' THEN d.on_delete WHEN 'u' THEN d.on_update ELSE d.deferral END)
 	FROM {declared}.constraints d WHERE in_db = current_database() AND d.schema_name = in_schema
 	AND d.table_name = lower(in_table) AND d.kind = 'f' AND d.columns = list_transform(in_cols, x -> lower(x))), 'a')`
 

@@ -84,7 +84,7 @@ func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
 			return nil, false, nil
 		}
 	}
-	if !deferrability(r) {
+	if declared.deferral, ok = deferrability(r); !ok {
 		return nil, false, nil
 	}
 	if r.Punct(";"); r.More() {
@@ -98,24 +98,27 @@ func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
 }
 
 // deferrability reads a key's [NOT] DEFERRABLE [INITIALLY DEFERRED | IMMEDIATE] (Django
-// declares every foreign key DEFERRABLE INITIALLY DEFERRED); false when it is written otherwise.
-// DuckDB checks every key as each statement runs: a deferred key is checked at once, which
-// refuses what PostgreSQL would refuse at commit, and sooner (rows inserted before those they
-// reference, within a transaction, are refused here), never lets a violation through.
-func deferrability(r *sqltok.Walker) bool {
+// declares every foreign key DEFERRABLE INITIALLY DEFERRED) as declaredConstraint.deferral;
+// ok is false when it is written otherwise. A deferred key is checked at COMMIT (pgdeferred.go).
+func deferrability(r *sqltok.Walker) (deferral byte, ok bool) {
 	for {
 		switch {
 		case r.Word("deferrable"):
+			deferral = max(deferral, 'i')
 		case r.Word("not"):
 			if !r.Word("deferrable") {
-				return false
+				return 0, false
 			}
+			deferral = 0
 		case r.Word("initially"):
-			if !r.Word("deferred") && !r.Word("immediate") {
-				return false
+			switch {
+			case r.Word("deferred"):
+				deferral = 'd'
+			case !r.Word("immediate"):
+				return 0, false
 			}
 		default:
-			return true
+			return deferral, true
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 // noteActions marks the engine as maybe having a key with an action when client's statement,
 // one the engine runs as its own DDL, declares one.
 func (e *Engine) noteActions(client *query.Request) {
+	e.noteDeferrable(client)
 	if client.Protocol != query.ProtocolPostgres || e.actionsMaybe.Load() || !containsFold(client.SQL, "references") {
 		return
 	}
@@ -46,8 +47,9 @@ func (e *Engine) noteDeclaredActions(db *sql.DB) {
 // actionsInTransaction runs client's statement q (p prepared on conn, in the client's
 // transaction) with the actions of the keys referencing its table, when it is a DELETE or a
 // key-setting UPDATE of a table such keys reference; ok is false for any other statement, left
-// to run as it is.
-func (e *Engine) actionsInTransaction(ctx context.Context, conn *sql.Conn, client, q *query.Request, p *prepared) (rows query.Rows, ok bool, err error) {
+// to run as it is. note is told each table of the current schema the statement writes (the
+// statement's, those its actions write), for pgWrite's later statements (pgrefwrites.go).
+func (e *Engine) actionsInTransaction(ctx context.Context, conn *sql.Conn, client, q *query.Request, p *prepared, note func(table string)) (rows query.Rows, ok bool, err error) {
 	instead := func(sqlText string) (query.Rows, error) { return runInstead(ctx, conn, q, p, sqlText) }
 	refused := &query.Error{Code: sqlstate.ForeignKeyViolation, Message: "a foreign key without an action references a row the statement deletes or changes"}
 	if d := pgRefDelete(client, p.sqlText); d != nil {
@@ -60,6 +62,12 @@ func (e *Engine) actionsInTransaction(ctx context.Context, conn *sql.Conn, clien
 			return nil, true, err
 		}
 		rows, err := d.cascade(ctx, conn, true, args, refused, instead)
+		if err == nil && d.schema == "" {
+			note(d.table)
+			for _, a := range acts {
+				note(a.table)
+			}
+		}
 		return rows, true, err
 	}
 	u := pgRefUpdate(client, p.sqlText)
@@ -85,5 +93,11 @@ func (e *Engine) actionsInTransaction(ctx context.Context, conn *sql.Conn, clien
 		return nil, true, err
 	}
 	rows, err = u.cascade(ctx, conn, true, args, refused, instead)
+	if err == nil && u.schema == "" {
+		note(u.table)
+		for _, a := range acts {
+			note(a.table)
+		}
+	}
 	return rows, true, err
 }

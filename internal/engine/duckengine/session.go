@@ -57,6 +57,8 @@ type session struct {
 	last   *engine.Holdable // the last statement's result, if it has rows: held before the next runs
 	// written are the tables a MySQL client's transaction deleted from or updated (mysqlrefwrites.go).
 	written []string
+	// deferral is the transaction's SET CONSTRAINTS and deferred keys set aside (pgdeferred.go).
+	deferral deferral
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
@@ -81,6 +83,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return nil, err
 	}
 	q = s.e.currvals.written(client, q)
+	if rows, handled, err := s.setConstraints(ctx, client); handled { // pgdeferred.go
+		return rows, err
+	}
 	if own, handled, err := ownStatement(client); handled {
 		s.e.noteActions(client)
 		return s.runOwn(ctx, client, own, err)
@@ -151,8 +156,14 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.fail()
 		return nil, explain(err)
 	}
+	if err := s.deferWrite(ctx, client, q, st.p); err != nil { // pgdeferred.go
+		cancel()
+		s.e.noteFatal(err)
+		s.fail()
+		return nil, explain(err)
+	}
 	if s.status == 'T' && s.e.actionsMaybe.Load() && client.Protocol == query.ProtocolPostgres {
-		if rows, ok, err := s.e.actionsInTransaction(ctx, s.conn, client, q, st.p); ok { // pgrefintx.go
+		if rows, ok, err := s.e.actionsInTransaction(ctx, s.conn, client, q, st.p, s.noteWritten); ok { // pgrefintx.go
 			cancel()
 			if err != nil {
 				s.e.noteFatal(err)
@@ -282,7 +293,12 @@ func (s *session) transaction(ctx context.Context, st statement) (query.Rows, er
 		return outsideTransaction(st)
 	}
 	failed := s.status == 'E'
-	s.status, s.readOnly, s.savepoints, s.written = 'I', false, s.savepoints[:0], nil
+	var refused error // a deferred key's violation: the COMMIT rolls back (pgdeferred.go)
+	if st.tx == txCommit && !failed {
+		refused = s.checkDeferred(ctx, true)
+		failed = refused != nil
+	}
+	s.status, s.readOnly, s.savepoints, s.written, s.deferral = 'I', false, s.savepoints[:0], nil, deferral{}
 	defer s.endTx()
 	if st.tx == txCommit && !failed {
 		if err := s.exec(ctx, "COMMIT"); err != nil {
@@ -294,6 +310,9 @@ func (s *session) transaction(ctx context.Context, st statement) (query.Rows, er
 	if err := s.exec(ctx, "ROLLBACK"); err != nil {
 		s.clean = false // the connection's state is unknown: retire it
 		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	return engine.TagRows("ROLLBACK"), nil
 }

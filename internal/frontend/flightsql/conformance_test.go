@@ -17,6 +17,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
+	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/pgtest"
@@ -34,7 +35,7 @@ func engineCore(t *testing.T, spec engine.Spec) *proxy.Core {
 // engineCoreCap is engineCore with the cluster's maxRunningQueries.
 func engineCoreCap(t *testing.T, spec engine.Spec, maxRunning int) *proxy.Core {
 	t.Helper()
-	eng, err := engine.Openers{pgengine.Kind: pgengine.Open, duckengine.Kind: duckengine.Open}.Open(spec)
+	eng, err := engine.Openers{pgengine.Kind: pgengine.Open, duckengine.Kind: duckengine.Open, "mysql": mysqlengine.OpenSpec}.Open(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

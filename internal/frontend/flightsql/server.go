@@ -198,14 +198,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 		txns: map[string]*transaction{}, userTxns: map[string]int{}}
 	s.Alloc = memory.DefaultAllocator
 	s.refusals = netlimit.BoundRefusals(opts.Registerer)
-	for id, v := range map[fsql.SqlInfo]any{
-		fsql.SqlInfoFlightSqlServerName:        "QueryFlux",
-		fsql.SqlInfoFlightSqlServerVersion:     "1",
-		fsql.SqlInfoFlightSqlServerReadOnly:    false,
-		fsql.SqlInfoFlightSqlServerSql:         true,
-		fsql.SqlInfoFlightSqlServerTransaction: transactionInfo(backend),
-		fsql.SqlInfoTransactionsSupported:      transactionInfo(backend) != int32(fsql.SqlTransactionNone),
-	} {
+	for id, v := range sqlInfo(backend, false) { // DoGetSqlInfo answers each caller; these make GetFlightInfoSqlInfo answer
 		if err := s.RegisterSqlInfo(id, v); err != nil {
 			return nil, fmt.Errorf("flightsql: sql info: %w", err)
 		}

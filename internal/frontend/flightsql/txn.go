@@ -43,6 +43,8 @@ type transaction struct {
 	// until ended: its statements and COMMIT answer broken, its ROLLBACK succeeds. Forgetting
 	// it would let the client's next statements run outside any transaction.
 	broken error
+	// savepoints are the savepoints BeginSavepoint took, by id (savepoints.go).
+	savepoints map[string]string
 }
 
 // BeginTransaction opens a transaction on the engine the statement BEGIN routes to.

@@ -7,10 +7,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	gomysql "github.com/go-sql-driver/mysql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
@@ -19,7 +21,26 @@ func txEngines(t *testing.T) []engine.Spec {
 	return []engine.Spec{
 		{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)},
 		{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"},
+		mariaDBSpec(t),
 	}
+}
+
+// mariaDBSpec is a MySQL engine on a fresh database of the local MariaDB.
+func mariaDBSpec(t *testing.T) engine.Spec {
+	dsn, name := mytest.NewDatabase(t)
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Spec{Name: "maria", Kind: "mysql", Endpoint: cfg.Addr, User: cfg.User, Password: cfg.Passwd, Database: name}
+}
+
+// placeholder is the engine's first positional parameter.
+func placeholder(spec engine.Spec) string {
+	if spec.Kind == "mysql" {
+		return "?"
+	}
+	return "$1"
 }
 
 func mustUpdate(t *testing.T, ctx context.Context, c *fsql.Client, sql string) {
@@ -58,7 +79,7 @@ func TestTransactionsAsArrowGoUsesThem(t *testing.T) {
 			if _, err := tx.ExecuteUpdate(ctx, "INSERT INTO t VALUES (1)"); err != nil {
 				t.Fatal(err)
 			}
-			prep, err := tx.Prepare(ctx, "INSERT INTO t VALUES ($1)")
+			prep, err := tx.Prepare(ctx, "INSERT INTO t VALUES ("+placeholder(spec)+")")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,8 +168,16 @@ func TestTransactionIsItsUsersAndRunsOneStatementAtATime(t *testing.T) {
 // or that idled past TransactionIdleTTL, is rolled back and its locks are gone (an insert of
 // the key it inserted, which waits on that key until then, goes through).
 func TestTransactionEndsWithItsConnectionOrIdling(t *testing.T) {
-	for _, idleTTL := range []time.Duration{0, 2 * time.Second} {
-		spec := engine.Spec{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)}
+	for _, c := range []struct {
+		idleTTL time.Duration
+		spec    engine.Spec
+	}{
+		{0, engine.Spec{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)}},
+		{2 * time.Second, engine.Spec{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)}},
+		{0, mariaDBSpec(t)},
+		{2 * time.Second, mariaDBSpec(t)},
+	} {
+		idleTTL, spec := c.idleTTL, c.spec
 		_, addr := serve(t, engineCore(t, spec), Options{Auth: passwords{"alice": "pw"}, TransactionIdleTTL: idleTTL})
 		c := dialFlight(t, addr)
 		ctx := login(t, c, "alice", "pw")

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // parseExecuteImmediate reads the statement Trino clients send for bound parameters,
@@ -203,55 +206,87 @@ func preparedStatements(headers []string) map[string]string {
 //     X-Trino-Prepared-Statement. DEALLOCATE PREPARE name: X-Trino-Deallocated-Prepare.
 //   - SET SESSION [catalog.]name = literal: X-Trino-Set-Session; the client sends X-Trino-Session,
 //     which routing rules see like any X-Trino- header. RESET SESSION name: X-Trino-Clear-Session.
+//   - USE [catalog.]schema: X-Trino-Set-Catalog and X-Trino-Set-Schema; the client sends them
+//     back as X-Trino-Catalog and X-Trino-Schema (useStatement).
 //
-// ok is false for any other statement, and for a SET SESSION whose value is not a literal.
-func sessionStatement(stmt string) (update string, header http.Header, ok bool) {
+// ok is false for any other statement, and for a SET SESSION whose value is not a literal;
+// err is the statement's failure when it is one of these but cannot be answered.
+func sessionStatement(req *query.Request) (update string, header http.Header, ok bool, err error) {
+	stmt := req.SQL
 	p := &literalParser{s: stmt}
 	switch verb := p.word(); { // read once, not once for each case: every statement comes here
+	case strings.EqualFold(verb, "USE"):
+		return useStatement(req)
 	case strings.EqualFold(verb, "PREPARE"):
 		name := p.identifier()
 		if name == "" || !p.keyword("FROM") {
-			return "", nil, false
+			return "", nil, false, nil
 		}
 		body := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(p.s[p.pos:]), ";"))
 		if body == "" {
-			return "", nil, false
+			return "", nil, false, nil
 		}
-		return "PREPARE", http.Header{"X-Trino-Added-Prepare": {name + "=" + url.QueryEscape(body)}}, true
+		return "PREPARE", http.Header{"X-Trino-Added-Prepare": {name + "=" + url.QueryEscape(body)}}, true, nil
 	case strings.EqualFold(verb, "DEALLOCATE"):
 		if !p.keyword("PREPARE") {
-			return "", nil, false
+			return "", nil, false, nil
 		}
 		name := p.identifier()
 		if name == "" || !p.end() {
-			return "", nil, false
+			return "", nil, false, nil
 		}
-		return "DEALLOCATE", http.Header{"X-Trino-Deallocated-Prepare": {name}}, true
+		return "DEALLOCATE", http.Header{"X-Trino-Deallocated-Prepare": {name}}, true, nil
 	case strings.EqualFold(verb, "SET"):
 		if !p.keyword("SESSION") {
-			return "", nil, false
+			return "", nil, false, nil
 		}
 		name := p.propertyName()
 		if name == "" || !p.take('=') {
-			return "", nil, false
+			return "", nil, false, nil
 		}
 		v, ok := p.literal()
 		if !ok || !p.end() {
-			return "", nil, false
+			return "", nil, false, nil
 		}
-		return "SET SESSION", http.Header{"X-Trino-Set-Session": {name + "=" + url.QueryEscape(literalText(v))}}, true
+		return "SET SESSION", http.Header{"X-Trino-Set-Session": {name + "=" + url.QueryEscape(literalText(v))}}, true, nil
 	case strings.EqualFold(verb, "RESET"):
 		if !p.keyword("SESSION") {
-			return "", nil, false
+			return "", nil, false, nil
 		}
 		name := p.propertyName()
 		if name == "" || !p.end() {
-			return "", nil, false
+			return "", nil, false, nil
 		}
-		return "RESET SESSION", http.Header{"X-Trino-Clear-Session": {name}}, true
+		return "RESET SESSION", http.Header{"X-Trino-Clear-Session": {name}}, true, nil
 	}
-	return "", nil, false
+	return "", nil, false, nil
 }
+
+// useStatement reads USE [catalog.]schema, its names folded to lower case unless quoted, as
+// Trino reads them. Without a catalog it needs the client's (X-Trino-Catalog): Trino's
+// MISSING_CATALOG_NAME otherwise.
+// Whether the schema exists is the next statement's to find, as its name is the engine's to
+// resolve.
+func useStatement(req *query.Request) (string, http.Header, bool, error) {
+	r := sqltok.NewWalker(sqltok.Tokenize(req.SQL, sqltok.Trino))
+	r.Word("use")
+	parts := r.NameParts(true)
+	r.Punct(";")
+	if r.More() || len(parts) == 0 || len(parts) > 2 {
+		return "", nil, false, nil
+	}
+	h := http.Header{"X-Trino-Set-Schema": {parts[len(parts)-1]}}
+	switch {
+	case len(parts) == 2:
+		h["X-Trino-Set-Catalog"] = []string{parts[0]}
+	case req.Database == "":
+		return "", nil, true, errMissingCatalog
+	}
+	return "USE", h, true, nil
+}
+
+// errMissingCatalog is Trino's answer to USE schema from a client without a catalog.
+var errMissingCatalog = &trinoFailure{trinoCode{56, "MISSING_CATALOG_NAME", "USER_ERROR"}, "Catalog must be specified when session catalog is not set"}
 
 // propertyName reads a session property's name: name, or catalog.name.
 func (p *literalParser) propertyName() string {

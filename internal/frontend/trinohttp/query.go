@@ -117,8 +117,12 @@ func (s *Server) start(req *query.Request) (*runningQuery, func()) {
 	now := time.Now()
 	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel,
 		state: stateQueued, lastToken: -1, lastAccess: now}
-	update, header, prepare := sessionStatement(req.SQL)
-	if prepare { // answered by the proxy: the client keeps its session
+	update, header, prepare, err := sessionStatement(req)
+	switch {
+	case err != nil:
+		q.fail(err)
+		cancel()
+	case prepare: // answered by the proxy: the client keeps its session
 		q.header, q.updateType, q.done, q.state = header, update, true, stateFinished
 		cancel()
 	}

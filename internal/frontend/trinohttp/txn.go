@@ -16,6 +16,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // Transactions, as Trino's protocol has them: a client that can keep one (trino-go-client's
@@ -169,7 +170,7 @@ func (s *Server) openTransaction(ctx context.Context, opener engine.SessionOpene
 	stop := context.AfterFunc(ctx, end)
 	sess, err := opener.OpenSession(sctx, req)
 	if err == nil {
-		if err = runToEnd(sctx, sess, req); err != nil {
+		if err = startOn(sctx, sess, req); err != nil {
 			sess.Close()
 		}
 	}
@@ -184,6 +185,49 @@ func (s *Server) openTransaction(ctx context.Context, opener engine.SessionOpene
 		free: make(chan struct{}, 1), gone: make(chan struct{}), used: time.Now()}
 	tx.free <- struct{}{}
 	return tx, nil
+}
+
+// startOn runs START TRANSACTION on sess as the client wrote it; where the engine refuses an
+// isolation level in it (MariaDB, whose START TRANSACTION takes only an access mode), as SET
+// TRANSACTION ISOLATION LEVEL, which sets the next transaction's, and START TRANSACTION with
+// the other modes.
+func startOn(ctx context.Context, sess engine.Session, req *query.Request) error {
+	err := runToEnd(ctx, sess, req)
+	isolation, rest, ok := isolationApart(req.SQL)
+	if err == nil || !ok {
+		return err
+	}
+	set, start := *req, *req
+	set.SQL, start.SQL = "SET TRANSACTION "+isolation, "START TRANSACTION "+rest
+	if runToEnd(ctx, sess, &set) != nil || runToEnd(ctx, sess, &start) != nil {
+		return err // the engine's refusal of the statement as written says most
+	}
+	return nil
+}
+
+// isolationApart splits START TRANSACTION's modes into its ISOLATION LEVEL ... and the others
+// (an access mode), comma-separated; ok is false when it names no isolation level.
+func isolationApart(sql string) (isolation, rest string, ok bool) {
+	toks := sqltok.SignificantTokens(sql, sqltok.Trino)
+	if len(toks) < 2 {
+		return "", "", false
+	}
+	var others []string
+	for _, mode := range sqltok.SplitAtCommas(toks[2:]) {
+		words := make([]string, 0, len(mode))
+		for _, t := range mode {
+			if t.Text != ";" {
+				words = append(words, t.Text)
+			}
+		}
+		text := strings.Join(words, " ")
+		if len(words) > 2 && strings.EqualFold(words[0], "isolation") {
+			isolation = text
+		} else if text != "" {
+			others = append(others, text)
+		}
+	}
+	return isolation, strings.Join(others, ", "), isolation != ""
 }
 
 // newTransactionID is a random UUID, as Trino's transaction ids are.

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/trinodb/trino-go-client/trino"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
 // trinoErrorName is the Trino error name err carries, "" for none.
@@ -73,11 +76,7 @@ func TestTransactionsOnEachEngine(t *testing.T) {
 			if n := count(db); n != 0 {
 				t.Fatalf("after ROLLBACK %d rows, want 0", n)
 			}
-			opts := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-			if c.name == "mariadb" { // MariaDB's START TRANSACTION takes no isolation level: left
-				opts = nil
-			}
-			tx, err = db.BeginTx(context.Background(), opts)
+			tx, err = db.BeginTx(context.Background(), &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 			if err != nil {
 				t.Fatalf("BeginTx read committed: %v", err)
 			}
@@ -87,6 +86,16 @@ func TestTransactionsOnEachEngine(t *testing.T) {
 			}
 			if n := count(db); n != 1 {
 				t.Fatalf("after COMMIT %d rows, want 1", n)
+			}
+			tx, err = db.BeginTx(context.Background(), &sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: true})
+			if err != nil {
+				t.Fatalf("BeginTx serializable, read only: %v", err)
+			}
+			if _, err := tx.Exec("INSERT INTO txt VALUES (5)"); err == nil {
+				t.Fatal("an INSERT in a read-only transaction succeeded")
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatalf("Rollback: %v", err)
 			}
 
 			tx, err = db.Begin()
@@ -171,5 +180,61 @@ func TestTransactionRefusalsAndIdleEnd(t *testing.T) {
 	}
 	if got := fmt.Sprint(len(ts.txns), len(ts.userTxns)); got != "0 0" {
 		t.Fatalf("held after the idle end: %s", got)
+	}
+}
+
+// trino-go-client's rows.Close in the middle of a result DELETEs its nextUri: the statement
+// stops on PostgreSQL, outside a transaction and in one; the transaction is then aborted, as a
+// failed statement aborts it in Trino, its ROLLBACK ends it, and its pinned connection is
+// released: nothing of the database is left idle in a transaction.
+func TestCloseMidResultStopsTheEngineInAndOutOfTransactions(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	ts := startServer(t, postgresBackendAt(t, dbURL), Options{PageRows: 10, BufferedRowsMax: 20})
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
+	const slow = "select g, pg_sleep(0.001) /* %s */ from generate_series(1, 1000000) g"
+	readSome := func(q interface {
+		Query(string, ...any) (*sql.Rows, error)
+	}, marker string) {
+		t.Helper()
+		rows, err := q.Query(fmt.Sprintf(slow, marker))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 15 && rows.Next(); i++ {
+		}
+		rows.Close()
+		waitEngineIdle(t, dbURL, marker)
+	}
+	readSome(db, "qf-go-closed")
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readSome(tx, "qf-go-closed-in-tx")
+	if _, err := tx.Exec("SELECT 1"); trinoErrorName(err) != "TRANSACTION_ALREADY_ABORTED" {
+		t.Fatalf("after a cancelled statement in the transaction: %v", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	admin, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := admin.QueryRow(context.Background(), `select count(*) from pg_stat_activity
+			where datname = current_database() and state like 'idle in transaction%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections idle in a transaction after ROLLBACK", n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
