@@ -37,15 +37,30 @@ type engineFleet struct {
 	engineDB string // the cluster's database: its backends are the ones counted
 	workers  map[string]string
 	procs    map[string]*daemontest.Proc
+	// frontends are the workers' other frontends (newEngineFleetServing): each one's
+	// address by frontend name (as the worker's config names it), then by worker.
+	frontends map[string]map[string]string
 }
 
-func newEngineFleet(t *testing.T) *engineFleet {
+func newEngineFleet(t *testing.T) *engineFleet { return newEngineFleetServing(t) }
+
+// newEngineFleetServing is newEngineFleet whose workers also serve the frontends named (as a
+// worker's config names them: "mysql", ...) on ports of their own (ef.frontends).
+func newEngineFleetServing(t *testing.T, frontends ...string) *engineFleet {
 	engineURL, db := engineDatabases(t)
 	coordination := fmt.Sprintf("coordination: {mode: controlPlane, leaseTtlSecs: %d, driftMarginSecs: 1, sweepEverySecs: 1}", leaseTTLSecs)
 	f := startEngineControlPlane(t, engineURL, db, coordination, engineCap, 120)
-	ef := &engineFleet{fleet: f, engineDB: strings.TrimPrefix(engineURL.Path, "/"), workers: map[string]string{}, procs: map[string]*daemontest.Proc{}}
+	ef := &engineFleet{fleet: f, engineDB: strings.TrimPrefix(engineURL.Path, "/"), workers: map[string]string{},
+		procs: map[string]*daemontest.Proc{}, frontends: map[string]map[string]string{}}
+	for _, frontend := range frontends {
+		ef.frontends[frontend] = map[string]string{}
+	}
 	for _, name := range []string{"w1", "w2", "w3"} {
-		ef.workers[name], ef.procs[name] = startPGWorker(t, name, f.apiAddr, coordination, "")
+		addrs, p := startWorkerOn(t, name, f.apiAddr, coordination, "", append([]string{"postgres"}, frontends...)...)
+		ef.workers[name], ef.procs[name] = addrs["postgres"], p
+		for _, frontend := range frontends {
+			ef.frontends[frontend][name] = addrs[frontend]
+		}
 	}
 	awaitPG(t, slices.Collect(maps.Values(ef.workers))...)
 	return ef

@@ -30,7 +30,35 @@ const frozenSleepSecs = 60
 // statement, gets the lost lease's error (40000) or its result, never a hang nor another error;
 // pg_stat_activity, sampled every 50 ms, never shows more than the cap running.
 func TestClientOfAFrozenWorkerSeesItsLeaseLost(t *testing.T) {
-	ef := newEngineFleet(t)
+	frozenWorkerClients(t, pgClient)
+}
+
+// frozenClient is one kind of client of the frozen worker: the workers' frontends it needs
+// beside PostgreSQL's, how it runs a statement on a worker, and how it reads the lost lease's
+// error (the message, ok) from what it got.
+type frozenClient struct {
+	frontends []string
+	run       func(ctx context.Context, ef *engineFleet, worker, stmt string) error
+	leaseLost func(err error) (message string, ok bool)
+}
+
+// pgClient is pgx on the PostgreSQL frontend; the lost lease is query.CodeLeaseLost.
+var pgClient = frozenClient{
+	run: func(ctx context.Context, ef *engineFleet, worker, stmt string) error {
+		return ef.runOnce(ctx, worker, stmt)
+	},
+	leaseLost: func(err error) (string, bool) {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == query.CodeLeaseLost {
+			return pe.Message, true
+		}
+		return "", false
+	},
+}
+
+// frozenWorkerClients is TestClientOfAFrozenWorkerSeesItsLeaseLost with client's kind of client.
+func frozenWorkerClients(t *testing.T, client frozenClient) {
+	ef := newEngineFleetServing(t, client.frontends...)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var s sampler
@@ -46,7 +74,7 @@ func TestClientOfAFrozenWorkerSeesItsLeaseLost(t *testing.T) {
 	answers := make(chan error, engineCap)
 	for i := range engineCap {
 		go func() {
-			answers <- ef.runOnce(ctx, "w1", fmt.Sprintf("SELECT pg_sleep(%d) /* frozen client %d */", frozenSleepSecs, i))
+			answers <- client.run(ctx, ef, "w1", fmt.Sprintf("SELECT pg_sleep(%d) /* frozen client %d */", frozenSleepSecs, i))
 		}()
 	}
 	wait("w1 runs 4 statements on the engine", func() bool { return ef.leases()["w1"] == engineCap && s.tagged.Load() == engineCap })
@@ -71,24 +99,24 @@ func TestClientOfAFrozenWorkerSeesItsLeaseLost(t *testing.T) {
 	for range engineCap {
 		select {
 		case err := <-answers:
-			var pe *pgconn.PgError
+			message, isLost := client.leaseLost(err)
 			switch {
 			case err == nil:
 				results++
-			case errors.As(err, &pe) && pe.Code == query.CodeLeaseLost:
+			case isLost:
 				lost++
-				if !strings.Contains(pe.Message, "on cluster pg was lost") {
-					t.Errorf("a lost lease's message does not name its cluster: %v", pe.Message)
+				if !strings.Contains(message, "on cluster pg was lost") {
+					t.Errorf("a lost lease's message does not name its cluster: %v", message)
 				}
 			default:
-				t.Errorf("a client of the frozen worker got %v, want the lost lease's %s or its result", err, query.CodeLeaseLost)
+				t.Errorf("a client of the frozen worker got %v, want the lost lease's error or its result", err)
 			}
 		case <-time.After(45 * time.Second):
 			t.Fatalf("a client of the frozen worker still waits %v after it resumed", time.Since(resumed).Round(time.Second))
 		}
 	}
-	t.Logf("w1's clients: %d lost leases (%s), %d results, all within %v of the resume",
-		lost, query.CodeLeaseLost, results, time.Since(resumed).Round(time.Millisecond))
+	t.Logf("w1's clients: %d lost leases, %d results, all within %v of the resume",
+		lost, results, time.Since(resumed).Round(time.Millisecond))
 	// w2's clients keep the cap busy a moment longer: a slot w1 wrongly kept would show now.
 	time.Sleep(2 * time.Second)
 	t.Logf("engine samples %d: at most %d tagged queries running, %d pg_sleep backends (cap %d)",

@@ -1,12 +1,15 @@
 package engine
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // MetaColumnKey is the field metadata an engine sets on a result column that is a table's
 // column as it stands (a select item naming it): what the table says of the column, as words
-// separated by blanks, each one of ColumnKeyWords. The MySQL frontend sends them as a column
-// definition's flags, as MariaDB does; clients read them (mysql2's fields, Connector/J's
-// isAutoIncrement, PyMySQL's null_ok).
+// separated by blanks, each one of ColumnKeyWords (and the origin words below). The MySQL
+// frontend sends them as a column definition's flags, as MariaDB does; clients read them
+// (mysql2's fields, Connector/J's isAutoIncrement, PyMySQL's null_ok).
 const MetaColumnKey = "queryflux.column_key"
 
 // The words of MetaColumnKey.
@@ -31,4 +34,55 @@ func HasColumnKey(value, word string) bool {
 		}
 	}
 	return false
+}
+
+// A MetaColumnKey value may also say where the column comes from, as MariaDB's column
+// definition does (its database, the table as the statement names it, the table's own name,
+// the column's own name): four more words, each origin name=value with the value escaped.
+// An engine that knows a result column is an expression writes them empty. Clients read them
+// (mysql2's and go-mysql's fields; ORMs map result columns to tables by them).
+const (
+	originDB       = "origin_db="
+	originTable    = "origin_table="
+	originOrgTable = "origin_org_table="
+	originColumn   = "origin_column="
+)
+
+// ColumnOrigin is where a result column comes from; all "" for an expression.
+type ColumnOrigin struct{ DB, Table, OrgTable, Column string }
+
+// Words are o's words in a MetaColumnKey value.
+func (o ColumnOrigin) Words() string {
+	return originDB + url.QueryEscape(o.DB) + " " + originTable + url.QueryEscape(o.Table) + " " +
+		originOrgTable + url.QueryEscape(o.OrgTable) + " " + originColumn + url.QueryEscape(o.Column)
+}
+
+// WithOrigin is a MetaColumnKey value with o's words after key's.
+func WithOrigin(key string, o ColumnOrigin) string {
+	return strings.TrimSpace(key + " " + o.Words())
+}
+
+// OriginOf reads the origin words of a MetaColumnKey value; false when it has none.
+func OriginOf(value string) (o ColumnOrigin, ok bool) {
+	if !strings.Contains(value, originDB) {
+		return o, false
+	}
+	for w := range strings.FieldsSeq(value) {
+		name, v, found := strings.Cut(w, "=")
+		if !found {
+			continue
+		}
+		v, _ = url.QueryUnescape(v)
+		switch name + "=" {
+		case originDB:
+			o.DB = v
+		case originTable:
+			o.Table = v
+		case originOrgTable:
+			o.OrgTable = v
+		case originColumn:
+			o.Column = v
+		}
+	}
+	return o, true
 }

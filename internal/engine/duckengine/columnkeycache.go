@@ -39,10 +39,8 @@ type tableName struct{ db, table string } // as a SELECT names it, table in lowe
 // tableKeys is one table's columns and their key words, read under generation gen; never
 // changed once cached.
 type tableKeys struct {
-	gen    uint64
-	names  []string
-	keys   []string
-	byName map[string]string
+	gen  uint64
+	cols []tableColumn
 }
 
 // changing counts a statement that may change the catalog: once before it runs, once after.

@@ -91,7 +91,10 @@ func checkKeys(rt *rapid.T, e *Engine, cols []string) {
 	if err != nil {
 		rt.Fatal(err)
 	}
-	_, want, _ := tableColumnKeys(ctx, conn, "", "t")
+	var want []string
+	for _, c := range tableColumnKeys(ctx, conn, "", "t") {
+		want = append(want, engine.WithOrigin(c.key, engine.ColumnOrigin{DB: c.db, Table: "t", OrgTable: c.table, Column: c.name}))
+	}
 	release(conn, true)
 	rows, err := e.Execute(ctx, &query.Request{SQL: "SELECT a, b, c FROM t", Protocol: query.ProtocolMySQL})
 	if err != nil {

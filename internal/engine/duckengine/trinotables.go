@@ -122,12 +122,28 @@ func trinoTableTypes(ctx context.Context, conn *sql.Conn, q *query.Request) []st
 // ok is false for any other statement: a join, a subquery or table function in FROM, a WITH
 // (whose names may hide a table), a set operation, a grouping.
 func singleTableSelect(sqlText string) (table, items []string, ok bool) {
+	sel, ok := readSingleTableSelect(sqlText)
+	return sel.table, sel.items, ok
+}
+
+// tableSelect is what readSingleTableSelect reads of a SELECT of one table.
+type tableSelect struct {
+	table []string // the table's name parts
+	alias string   // "" when it has none
+	items []string // as singleTableSelect's
+	// counts are the items that are a COUNT(...): MariaDB says those are never NULL.
+	counts []bool
+}
+
+// readSingleTableSelect is singleTableSelect with the table's alias and its COUNT items.
+func readSingleTableSelect(sqlText string) (sel tableSelect, ok bool) {
+	var table, items []string
 	toks := sqltok.SignificantTokens(sqlText, sqltok.Trino)
 	if len(toks) > 0 && toks[len(toks)-1].Text == ";" {
 		toks = toks[:len(toks)-1]
 	}
 	if len(toks) < 4 || !isWord(toks[0], "select") {
-		return nil, nil, false
+		return sel, false
 	}
 	from, depth := -1, 0
 	for i := 1; i < len(toks) && from < 0; i++ {
@@ -137,7 +153,7 @@ func singleTableSelect(sqlText string) (table, items []string, ok bool) {
 		depth += sqltok.ParenStep(toks[i])
 	}
 	if from < 0 {
-		return nil, nil, false
+		return sel, false
 	}
 	// the table: name parts, then an optional alias, then the end or a clause that keeps columns
 	i := from + 1
@@ -150,20 +166,21 @@ func singleTableSelect(sqlText string) (table, items []string, ok bool) {
 		i++
 	}
 	if len(table) == 0 || len(table) > 3 {
-		return nil, nil, false
+		return sel, false
 	}
 	if i < len(toks) && isWord(toks[i], "as") {
 		i++
 	}
 	if i < len(toks) && (toks[i].Kind == sqltok.QuotedIdent || toks[i].Kind == sqltok.Word && !tableClauseWords[strings.ToLower(toks[i].Text)]) {
+		sel.alias = trinoIdentText(toks[i])
 		i++ // the alias
 	}
 	if i < len(toks) && !tableClauseWords[strings.ToLower(toks[i].Text)] {
-		return nil, nil, false // a join, a comma, a sample, a set operation
+		return sel, false // a join, a comma, a sample, a set operation
 	}
 	for j := i; j < len(toks); j++ {
 		if isWord(toks[j], "union") || isWord(toks[j], "intersect") || isWord(toks[j], "except") || isWord(toks[j], "group") {
-			return nil, nil, false
+			return sel, false
 		}
 	}
 	start := 1
@@ -177,12 +194,38 @@ func singleTableSelect(sqlText string) (table, items []string, ok bool) {
 			continue
 		}
 		if j == start {
-			return nil, nil, false
+			return sel, false
 		}
 		items = append(items, itemColumn(toks[start:j]))
+		sel.counts = append(sel.counts, isCountItem(toks[start:j]))
 		start = j + 1
 	}
-	return table, items, true
+	sel.table, sel.items = table, items
+	return sel, true
+}
+
+// isCountItem reports a select item COUNT(...) [[AS] alias].
+func isCountItem(item []sqltok.Token) bool {
+	if len(item) < 3 || !isWord(item[0], "count") || item[1].Text != "(" {
+		return false
+	}
+	depth, end := 0, 1
+	for ; end < len(item); end++ {
+		if depth += sqltok.ParenStep(item[end]); depth == 0 {
+			break
+		}
+	}
+	if end >= len(item) {
+		return false
+	}
+	rest := item[end+1:]
+	switch {
+	case len(rest) == 0:
+		return true
+	case len(rest) == 2 && isWord(rest[0], "as"):
+		return true
+	}
+	return len(rest) == 1 && (rest[0].Kind == sqltok.Word || rest[0].Kind == sqltok.QuotedIdent)
 }
 
 // tableClauseWords may follow a single table in FROM without changing its columns.

@@ -115,10 +115,12 @@ func ArrowField(f *mysql.Field) arrow.Field {
 	if meta != "" {
 		field.Metadata = arrow.NewMetadata([]string{MetaMySQLType}, []string{meta})
 	}
-	if key := columnKey(f.Flag); key != "" {
-		field.Metadata = arrow.NewMetadata(slices.Concat(field.Metadata.Keys(), []string{engine.MetaColumnKey}),
-			slices.Concat(field.Metadata.Values(), []string{key}))
-	}
+	// The column's origin as MariaDB named it (an expression's empty), for the frontend's
+	// column definition.
+	key := engine.WithOrigin(columnKey(f.Flag), engine.ColumnOrigin{DB: string(f.Schema), Table: string(f.Table),
+		OrgTable: string(f.OrgTable), Column: string(f.OrgName)})
+	field.Metadata = arrow.NewMetadata(slices.Concat(field.Metadata.Keys(), []string{engine.MetaColumnKey}),
+		slices.Concat(field.Metadata.Values(), []string{key}))
 	return field
 }
 

@@ -23,7 +23,7 @@ import (
 // relations' OIDs and the attribute numbers. MariaDB's MUL is the first column's of a
 // non-unique index or of a unique index of more than one column; a unique index of one column
 // is UNI; an identity or a nextval default is AUTO_INCREMENT.
-const columnKeysSQL = `SELECT a.attrelid, a.attnum, concat_ws(' ',
+const columnKeysSQL = `SELECT a.attrelid, a.attnum, n.nspname, c.relname, a.attname, concat_ws(' ',
 	CASE WHEN a.attnotnull THEN 'not_null' END,
 	CASE WHEN bool_or(i.indisprimary) THEN 'primary_key' END,
 	CASE WHEN bool_or(i.indisunique AND NOT i.indisprimary AND i.indnkeyatts = 1) THEN 'unique_key' END,
@@ -32,13 +32,15 @@ const columnKeysSQL = `SELECT a.attrelid, a.attnum, concat_ws(' ',
 	CASE WHEN a.attidentity <> '' OR coalesce(pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false) THEN 'auto_increment' END,
 	CASE WHEN a.attnotnull AND NOT a.atthasdef AND a.attidentity = '' THEN 'no_default' END)
 FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND a.attnum = ANY(i.indkey[0:i.indnkeyatts - 1])
 WHERE (a.attrelid, a.attnum) IN (SELECT * FROM unnest($1::oid[], $2::int2[]))
-GROUP BY a.attrelid, a.attnum, a.attnotnull, a.attidentity, a.atthasdef, d.adbin, d.adrelid`
+GROUP BY a.attrelid, a.attnum, n.nspname, c.relname, a.attname, a.attnotnull, a.attidentity, a.atthasdef, d.adbin, d.adrelid`
 
-// columnKeys is each field's MetaColumnKey value ("" for one that is no table's column); nil
-// for a client that is not MySQL's, a result without table columns, or no connection free.
+// columnKeys is each field's MetaColumnKey value, with its origin (an expression's empty); nil
+// for a client that is not MySQL's, or when no connection is free to read the catalog.
 func (e *Engine) columnKeys(ctx context.Context, q *query.Request, fields []pgconn.FieldDescription) []string {
 	if q.Protocol != query.ProtocolMySQL {
 		return nil
@@ -51,7 +53,7 @@ func (e *Engine) columnKeys(ctx context.Context, q *query.Request, fields []pgco
 		}
 	}
 	if oids == nil {
-		return nil
+		return expressionKeys(len(fields))
 	}
 	conn := e.freeConn(ctx)
 	if conn == nil {
@@ -70,18 +72,32 @@ func (e *Engine) columnKeys(ctx context.Context, q *query.Request, fields []pgco
 	byColumn := map[column]string{}
 	for rows.Next() {
 		var c column
-		var key string
-		if rows.Scan(&c.oid, &c.num, &key) != nil {
+		var schema, table, name, key string
+		if rows.Scan(&c.oid, &c.num, &schema, &table, &name, &key) != nil {
 			return nil
 		}
-		byColumn[c] = key
+		// RowDescription says no alias: the table is named by its own name.
+		byColumn[c] = engine.WithOrigin(key, engine.ColumnOrigin{DB: schema, Table: table, OrgTable: table, Column: name})
 	}
 	if rows.Err() != nil {
 		return nil
 	}
 	keys := make([]string, len(fields))
 	for i, f := range fields {
-		keys[i] = byColumn[column{f.TableOID, int16(f.TableAttributeNumber)}]
+		var ok bool
+		if keys[i], ok = byColumn[column{f.TableOID, int16(f.TableAttributeNumber)}]; !ok {
+			keys[i] = engine.WithOrigin("", engine.ColumnOrigin{}) // an expression
+		}
+	}
+	return keys
+}
+
+// expressionKeys are n columns' keys when none is a table's: MariaDB names no origin for an
+// expression.
+func expressionKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = engine.WithOrigin("", engine.ColumnOrigin{})
 	}
 	return keys
 }

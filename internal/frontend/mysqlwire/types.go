@@ -55,6 +55,7 @@ func columnFor(f arrow.Field) column {
 		mf.Flag |= mysql.NOT_NULL_FLAG
 	}
 	mf.Flag |= keyFlags(f)
+	nameOrigin(mf, f)
 	col := column{field: mf, arrow: f.Type}
 	col.extended, _ = f.Metadata.GetValue(mysqlengine.ExtendedMetadataKey)
 	setType := func(t uint8, length uint32) { mf.Type, mf.ColumnLength = t, length }
@@ -92,7 +93,7 @@ func columnFor(f arrow.Field) column {
 		setType(mysql.MYSQL_TYPE_DOUBLE, 22)
 		mf.Decimal = 31
 	case arrow.DecimalType:
-		setType(mysql.MYSQL_TYPE_NEWDECIMAL, uint32(t.GetPrecision())+2)
+		setType(mysql.MYSQL_TYPE_NEWDECIMAL, decimalLength(t))
 		mf.Decimal = uint8(t.GetScale())
 	case *arrow.Date32Type, *arrow.Date64Type:
 		setType(mysql.MYSQL_TYPE_DATE, 10)
@@ -106,6 +107,9 @@ func columnFor(f arrow.Field) column {
 			col.fsp = 0
 		case "TIMESTAMP_MS":
 			col.fsp = 3
+		}
+		if n, ok := pgFractionDigits(f); ok {
+			col.fsp = n
 		}
 		if t.TimeZone != "" {
 			setType(mysql.MYSQL_TYPE_TIMESTAMP, uint32(19+fspLen(col.fsp)))
@@ -121,6 +125,9 @@ func columnFor(f arrow.Field) column {
 		col.fsp = unitDigits(t.Unit)
 		d, _ := f.Metadata.GetValue(engine.MetaDuckDBType)
 		col.wholeTime = d == "TIME"
+		if n, ok := pgFractionDigits(f); ok {
+			col.fsp = n
+		}
 		setType(mysql.MYSQL_TYPE_TIME, uint32(10+fspLen(col.fsp)))
 		mf.Decimal = uint8(col.fsp)
 	case *arrow.DurationType:
@@ -174,6 +181,17 @@ func columnFor(f arrow.Field) column {
 	return col
 }
 
+// decimalLength is a DECIMAL's display length as MariaDB writes it: its digits, a sign, and a
+// point only when it has a scale (clients read the precision back from it: go-sql-driver's
+// DecimalSize, Connector/J's getPrecision).
+func decimalLength(t arrow.DecimalType) uint32 {
+	n := uint32(t.GetPrecision()) + 1
+	if t.GetScale() > 0 {
+		n++
+	}
+	return n
+}
+
 // Column definition flags go-mysql does not name (MariaDB's mysql_com.h).
 const (
 	multipleKeyFlag    = 8
@@ -201,6 +219,18 @@ func keyFlags(f arrow.Field) uint16 {
 	return flags
 }
 
+// nameOrigin gives mf the database, table and original names of f's column where its engine
+// says them (engine.OriginOf), as MariaDB's column definition has them: an expression's are
+// all empty. A column whose engine says nothing keeps its name as its original name.
+func nameOrigin(mf *mysql.Field, f arrow.Field) {
+	v, _ := f.Metadata.GetValue(engine.MetaColumnKey)
+	o, ok := engine.OriginOf(v)
+	if !ok {
+		return
+	}
+	mf.Schema, mf.Table, mf.OrgTable, mf.OrgName = []byte(o.DB), []byte(o.Table), []byte(o.OrgTable), []byte(o.Column)
+}
+
 // engineColumn gives a text or binary column a MySQL engine described (MetaMySQLColumn) the
 // type and length the engine wrote, in the client's character set already (the engine
 // connection is in it: charset.go).
@@ -225,6 +255,19 @@ func engineColumnOf(f arrow.Field) (typ uint8, length uint32, ok bool) {
 	t, err1 := strconv.ParseUint(ts, 10, 8)
 	n, err2 := strconv.ParseUint(ls, 10, 32)
 	return uint8(t), uint32(n), err1 == nil && err2 == nil
+}
+
+// pgFractionDigits is the precision a PostgreSQL timestamp or time column was declared with
+// (TIMESTAMP(0), Django's and Rails' time(6)): its digits are the column's, as a DATETIME(n)'s
+// are MariaDB's. false when it has none (six digits then).
+func pgFractionDigits(f arrow.Field) (int, bool) {
+	oid, _ := f.Metadata.GetValue(engine.MetaPGOID)
+	typmod, ok := f.Metadata.GetValue(engine.MetaPGTypmod)
+	if !ok || oid != "1114" && oid != "1184" && oid != "1083" && oid != "1266" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(typmod)
+	return n, err == nil && n >= 0 && n <= 6
 }
 
 // isJSON reports a PostgreSQL json/jsonb or DuckDB JSON column.

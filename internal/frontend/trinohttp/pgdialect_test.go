@@ -26,6 +26,12 @@ var pgDialectFunctions = []struct{ sql, want string }{
 	{`try_cast('12' as integer)`, "12"},
 	{`try_cast('x' as integer)`, "<nil>"},
 	{`try_cast('1.5' as double)`, "1.5"},
+	{`try_cast(12.5 as integer)`, "13"},
+	{`try_cast(-12.5 as integer)`, "-13"},
+	{`try_cast(2.5e0 as bigint)`, "3"},
+	{`try_cast('12.5' as integer)`, "<nil>"},
+	{`try_cast(3000000000.4 as integer)`, "<nil>"},
+	{`try_cast(1e300 as bigint)`, "<nil>"},
 	{`contains(array[1, 2, 3], 2)`, "true"},
 	{`split('a,b,c', ',')`, "[a b c]"},
 	{`cardinality(array[1, 2])`, "2"},
@@ -103,7 +109,7 @@ func TestTrinoDialectOnPostgres(t *testing.T) {
 	if got.OK == nil || len(got.OK.Rows) != 1 || got.OK.Names[0] != "_col0" || got.OK.Names[len(items)-1] != fmt.Sprintf("_col%d", len(items)-1) {
 		t.Fatalf("npm functions: %+v %+v", got.OK, got.Error)
 	}
-	const npmRow = `["2024-02-01","2024-02-29 10:00:00.000000",60,1,90,12,null,1.5,true,["a","b","c"],2,3,null,2,1,1700000000,2024]`
+	const npmRow = `["2024-02-01","2024-02-29 10:00:00.000000",60,1,90,12,null,1.5,13,-13,3,null,null,null,true,["a","b","c"],2,3,null,2,1,1700000000,2024]`
 	if jsonText(t, got.OK.Rows[0]) != npmRow {
 		t.Errorf("npm functions' row %s, want %s", jsonText(t, got.OK.Rows[0]), npmRow)
 	}
