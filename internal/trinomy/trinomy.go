@@ -1,8 +1,8 @@
 // Package trinomy writes a Trino client's statement as MariaDB runs it, as internal/trinopg
 // does for PostgreSQL: Trino's SHOW and DESCRIBE as queries of MariaDB's information_schema with
-// Trino's columns and type names (show.go), and Trino's lexical rules in MariaDB's (a
+// Trino's columns and type names (show.go), Trino's lexical rules in MariaDB's (a
 // "double-quoted" name in backticks, a string's backslash a backslash, not an escape, `a || b`
-// Trino's concatenation, MariaDB's OR, as CONCAT(a, b)). It reads and writes text only: no
+// Trino's concatenation, MariaDB's OR, as CONCAT(a, b)), and Trino's date_add and date_diff. It reads and writes text only: no
 // connection, no clock, no state but a bounded cache of translations.
 package trinomy
 
@@ -56,7 +56,7 @@ func lexical(sqlText string) string {
 		if t.Significant() {
 			toks = append(toks, t)
 			changed = changed || t.Kind == sqltok.QuotedIdent || t.Text == "||" ||
-				t.Kind == sqltok.String && strings.Contains(t.Text, `\`)
+				t.Kind == sqltok.String && strings.Contains(t.Text, `\`) || t.IsWord("date_add") || t.IsWord("date_diff")
 		}
 	}
 	if !changed {
@@ -75,6 +75,7 @@ func lexical(sqlText string) string {
 		}
 	}
 	concats(toks, text, pre, post)
+	dateUnits(toks, text, pre, post)
 	var b strings.Builder
 	at := 0
 	for i, t := range toks {
@@ -119,6 +120,48 @@ func concats(toks []sqltok.Token, text, pre, post []string) {
 		post[ends[len(ends)-1]-1] += ")"
 	}
 }
+
+// dateUnits writes Trino's date_add('unit', n, x) and date_diff('unit', x, y), whose names
+// MariaDB's DATE_ADD(x, INTERVAL n unit) and DATEDIFF take otherwise, as TIMESTAMPADD(unit, n,
+// x) and TIMESTAMPDIFF(unit, x, y): whole units, toward zero, as Trino counts them. Trino's
+// milliseconds are MariaDB's microseconds by 1000.
+func dateUnits(toks []sqltok.Token, text, pre, post []string) {
+	for i := 0; i+5 < len(toks); i++ {
+		add, diff := toks[i].IsWord("date_add"), toks[i].IsWord("date_diff")
+		if !add && !diff || toks[i+1].Text != "(" || toks[i+2].Kind != sqltok.String || toks[i+3].Text != "," {
+			continue
+		}
+		unit := strings.ToUpper(strings.Trim(toks[i+2].Text, "'"))
+		if !dateUnit[unit] {
+			continue // MariaDB's error for it, or MariaDB's own DATE_ADD(x, INTERVAL ...)
+		}
+		end := closing(toks, i+1, "(", ")")
+		if end < 0 {
+			continue
+		}
+		milli := unit == "MILLISECOND"
+		switch {
+		case add && milli:
+			n := operand(toks, i+4)
+			if n < 0 || n >= len(toks) || toks[n].Text != "," {
+				continue
+			}
+			pre[i+4], post[n-1] = "1000 * ("+pre[i+4], post[n-1]+")"
+		case diff && milli:
+			post[end-1] += " DIV 1000"
+		}
+		if milli {
+			unit = "MICROSECOND"
+		}
+		text[i], text[i+2] = "TIMESTAMPADD", unit
+		if diff {
+			text[i] = "TIMESTAMPDIFF"
+		}
+	}
+}
+
+var dateUnit = map[string]bool{"MILLISECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true, "DAY": true,
+	"WEEK": true, "MONTH": true, "QUARTER": true, "YEAR": true}
 
 // operand is the end (exclusive) of the arithmetic expression starting at toks[i], -1 when none
 // starts there.

@@ -18,6 +18,10 @@ func TestLexical(t *testing.T) {
 		{`select case when a then 'x' end || t.name[1] /* c */ from t`, `select CONCAT(case when a then 'x' end , t.name[1]) /* c */ from t`},
 		{`select date '2024-01-02' || 'x'`, `select CONCAT(date '2024-01-02' , 'x')`},
 		{`select 'a' || `, `select 'a' || `}, // unfinished: MariaDB's error as written
+		{`select date_add('day', 1, d), date_diff('month', a, b) from t`, `select TIMESTAMPADD(DAY, 1, d), TIMESTAMPDIFF(MONTH, a, b) from t`},
+		{`select date_add('millisecond', n + 1, d), date_diff('millisecond', a, b)`,
+			`select TIMESTAMPADD(MICROSECOND, 1000 * (n + 1), d), TIMESTAMPDIFF(MICROSECOND, a, b) DIV 1000`},
+		{`select date_add(d, interval 1 day)`, `select date_add(d, interval 1 day)`},
 	} {
 		if got := lexical(c.in); got != c.want {
 			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)

@@ -28,6 +28,9 @@ func TestTrinoDialectOnMariaDB(t *testing.T) {
 		{`show columns from maria.` + dbName + `."Orders" like 'n%'`, "Column Type Extra Comment", "[[name varchar(5)  ] [note varchar  ]]"},
 		{`select "Id", name, name || '-' || "Id" + 1 as tag, 'c:\dir' as path from "Orders"`, "Id name tag path", `[[1 a\b a\b-2 c:\dir]]`},
 		{`select case when 'a' || 'b' = 'ab' then 'yes' end as same`, "same", "[[yes]]"},
+		{`select date_add('day', 1, date '2024-01-31') d, date_diff('month', date '2024-01-15', date '2024-03-14') m, ` +
+			`date_diff('millisecond', timestamp '2024-01-01 00:00:00', timestamp '2024-01-01 00:00:01.5') ms`, "d m ms",
+			"[[2024-02-01 00:00:00 +0000 UTC 1 1500]]"},
 	} {
 		r, err := db.Query(c.sql)
 		if err != nil {
