@@ -200,6 +200,9 @@ func TestOverrunKeepsQueryAndCounts(t *testing.T) {
 	if got := testutil.ToFloat64(metrics.Overrun.WithLabelValues("c")); got != 1 {
 		t.Fatalf("overrun counter %v, want 1", got)
 	}
+	if got := testutil.ToFloat64(metrics.LeasesLost.WithLabelValues("c", capacity.OnLeaseLostOverrun)); got != 1 {
+		t.Fatalf("queryflux_capacity_leases_lost_total{action=overrun} %v, want 1", got)
+	}
 }
 
 // TestUnavailablePolicies: with the control plane unreachable, failClosed refuses with

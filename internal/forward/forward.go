@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -45,6 +46,11 @@ const (
 	HeaderSecret     = "X-Queryflux-Peer-Secret" // proof of the shared worker secret (see proof)
 	HeaderClientAddr = "X-Queryflux-Client-Addr" // the client's address as the first worker saw it
 	HeaderClientTLS  = "X-Queryflux-Client-Tls"  // "true" when the client used TLS
+	// HeaderPeerTime answers a true proof refused for its date: the refusing worker's clock
+	// (unix seconds) and a MAC, keyed by the secret, over that time and the refused proof. The
+	// forwarder dates its retry by it (Forwarder.learnClock); without the secret nobody can make
+	// it date proofs ahead, to be replayed later.
+	HeaderPeerTime = "X-Queryflux-Peer-Time"
 )
 
 // Protocols, as endpoints are keyed.
@@ -103,6 +109,9 @@ type Forwarder struct {
 	opts    Options
 	self    string
 	metrics *metrics
+
+	mu      sync.Mutex
+	offsets map[string]time.Duration // an owner's clock less this worker's, told by its refusals
 }
 
 // New returns a Forwarder for the worker opts.Name.
@@ -218,8 +227,41 @@ func proofMAC(secret, owner, bind, clientAddr string, clientTLS bool, ts string)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// ClockError is a true proof refused for its date: the two workers' clocks differ by more than
+// ProofAgeMax. TellClock answers the forwarder with this worker's time.
+type ClockError struct {
+	Age  time.Duration // the proof's date less this worker's clock, negated
+	told string        // HeaderPeerTime's value
+}
+
+func (e *ClockError) Error() string {
+	return fmt.Sprintf("%v: the peer's proof is dated %v from this worker's clock, more than %v either way: the two workers' clocks differ (a stepped clock?)",
+		ErrBadHop, e.Age.Round(time.Second), ProofAgeMax)
+}
+
+func (e *ClockError) Unwrap() error { return ErrBadHop }
+
+// TellClock sets HeaderPeerTime on h when err refused a true proof for its date, so that the
+// forwarder can retry dated by this worker's clock.
+func TellClock(h http.Header, err error) {
+	var ce *ClockError
+	if errors.As(err, &ce) {
+		h.Set(HeaderPeerTime, ce.told)
+	}
+}
+
+// clockMAC binds a refusing owner's time to the proof it refused.
+func clockMAC(secret, owner, ts, refused string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	for _, part := range []string{"queryflux forward clock v1", owner, ts, refused} {
+		m.Write([]byte(part))
+		m.Write([]byte{0})
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // proven checks that token proves the worker secret for a request to this worker with bind,
-// client address and TLS state: nil, ErrBadHop, or errStaleProof for a true proof dated too far
+// client address and TLS state: nil, ErrBadHop, or a *ClockError for a true proof dated too far
 // from this worker's clock (told apart only once the proof is known true, so that only a peer
 // learns of the clocks). The secret itself is still taken from workers that predate proofs.
 func (f *Forwarder) proven(token, bind, clientAddr string, clientTLS bool) error {
@@ -235,11 +277,51 @@ func (f *Forwarder) proven(token, bind, clientAddr string, clientTLS bool) error
 	if !ok || err != nil || !hmac.Equal([]byte(mac), []byte(proofMAC(f.opts.Secret, f.self, bind, clientAddr, clientTLS, ts))) {
 		return ErrBadHop
 	}
-	if age := f.opts.Env.Now().Sub(time.Unix(sec, 0)); age > ProofAgeMax || age < -ProofAgeMax {
-		return fmt.Errorf("%w: the peer's proof is dated %v from this worker's clock, more than %v either way: the two workers' clocks differ (a stepped clock?)",
-			ErrBadHop, age.Round(time.Second), ProofAgeMax)
+	now := f.opts.Env.Now()
+	if age := now.Sub(time.Unix(sec, 0)); age > ProofAgeMax || age < -ProofAgeMax {
+		nowTS := strconv.FormatInt(now.Unix(), 10)
+		return &ClockError{Age: age, told: nowTS + "." + clockMAC(f.opts.Secret, f.self, nowTS, token)}
 	}
 	return nil
+}
+
+// learnClock takes an owner's refusal of the proof sent for its date: when told carries the
+// owner's time with a MAC over it and sent (so it answers this very proof, from a holder of the
+// secret), proofs to owner are dated by that clock from now on, and learnClock reports true
+// (retry once). Anything else changes nothing.
+func (f *Forwarder) learnClock(owner, sent, told string) bool {
+	ts, mac, ok := strings.Cut(told, ".")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if !ok || err != nil || !hmac.Equal([]byte(mac), []byte(clockMAC(f.opts.Secret, owner, ts, sent))) {
+		return false
+	}
+	offset := time.Unix(sec, 0).Sub(f.opts.Env.Now())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.offsets == nil || len(f.offsets) >= offsetsMax {
+		f.offsets = map[string]time.Duration{} // owners are the fleet's workers: only names churned past it
+	}
+	f.offsets[owner] = offset
+	return true
+}
+
+// offsetsMax bounds the owners whose clock offsets a worker remembers.
+const offsetsMax = 4096
+
+// ownerNow is this worker's reckoning of owner's clock.
+func (f *Forwarder) ownerNow(owner string) time.Time {
+	f.mu.Lock()
+	offset := f.offsets[owner]
+	f.mu.Unlock()
+	return f.opts.Env.Now().Add(offset)
+}
+
+// ClockOffset is what this worker adds to its clock to date proofs for owner (0 until an
+// owner's refusal told it otherwise).
+func (f *Forwarder) ClockOffset(owner string) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.offsets[owner]
 }
 
 // Inbound reads the forwarding headers of a request (get returns one header's value) that asks
@@ -256,7 +338,8 @@ func (f *Forwarder) Inbound(get func(name string) string, bind string) (Hop, err
 	tlsOn, _ := strconv.ParseBool(tlsText)
 	if err := f.proven(get(HeaderSecret), bind, clientAddr, tlsOn); err != nil {
 		outcome := "refused"
-		if err != ErrBadHop {
+		var ce *ClockError
+		if errors.As(err, &ce) {
 			outcome = "refused_clock"
 		}
 		f.metrics.received.WithLabelValues(outcome).Inc()
@@ -266,9 +349,10 @@ func (f *Forwarder) Inbound(get func(name string) string, bind string) (Hop, err
 	return Hop{Forwarded: true, ClientAddr: clientAddr, ClientTLS: tlsOn}, nil
 }
 
-// Outbound returns the headers of a request forwarded to owner (an OwnerID) that asks bind.
+// Outbound returns the headers of a request forwarded to owner (an OwnerID) that asks bind, its
+// proof dated by the owner's clock as far as this worker knows it.
 func (f *Forwarder) Outbound(owner, bind, clientAddr string, clientTLS bool) map[string]string {
-	return map[string]string{HeaderHop: "1", HeaderSecret: proof(f.opts.Secret, owner, bind, clientAddr, clientTLS, f.opts.Env.Now()),
+	return map[string]string{HeaderHop: "1", HeaderSecret: proof(f.opts.Secret, owner, bind, clientAddr, clientTLS, f.ownerNow(owner)),
 		HeaderClientAddr: clientAddr, HeaderClientTLS: strconv.FormatBool(clientTLS)}
 }
 
@@ -286,4 +370,5 @@ const (
 	OutcomeOK          = "ok"
 	OutcomeUnknown     = "owner_unknown"     // no online worker has the owner id
 	OutcomeUnreachable = "owner_unreachable" // the owner did not answer
+	OutcomeUnproven    = "owner_unproven"    // the owner asked for the client's credentials without proving the secret
 )

@@ -154,25 +154,15 @@ func (l Locality) send(ctx context.Context, owner, endpoint string, req *query.R
 	if err != nil {
 		return nil, errors.Join(proxy.ErrRunHere, err)
 	}
-	e := l.f.opts.Env
-	rctx, cancel := e.WithCancel(ctx)
-	hr, err := http.NewRequestWithContext(rctx, http.MethodPost, u, bytes.NewReader(body))
+	resp, cancel, sent, err := l.post(ctx, owner, u, body, req.ClientAddr, wait)
+	if err == nil && resp.StatusCode == http.StatusForbidden && l.f.learnClock(owner, sent, resp.Header.Get(HeaderPeerTime)) {
+		// Refused for its date: once more, dated by the owner's clock it just told.
+		cancel()
+		resp.Body.Close()
+		resp, cancel, _, err = l.post(ctx, owner, u, body, req.ClientAddr, wait)
+	}
 	if err != nil {
-		cancel()
-		return nil, errors.Join(proxy.ErrRunHere, err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	for k, v := range l.f.Outbound(owner, BindQuery(body), req.ClientAddr, false) { //determinism:ok sets headers
-		hr.Header.Set(k, v)
-	}
-	accept := watchAccept(e, rctx, cancel, wait)
-	resp, err := l.f.opts.Client.Do(hr)
-	if !accept.stop() || err != nil {
-		cancel()
-		if err == nil {
-			resp.Body.Close()
-		}
-		return nil, errors.Join(proxy.ErrRunHere, fmt.Errorf("forward: the owning worker did not accept the query within %s: %v", wait, err))
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		cancel()
@@ -201,6 +191,33 @@ func (l Locality) send(ctx context.Context, owner, endpoint string, req *query.R
 		return nil, &query.Error{Code: query.CodeEngine, Message: "the worker that ran the query sent an unreadable result: " + err.Error()}
 	}
 	return rr, nil
+}
+
+// post sends the query's body to the owner's PathQuery at u with a fresh proof (sent); an error
+// (an ErrRunHere) when the owner did not answer within wait. cancel ends the exchange.
+func (l Locality) post(ctx context.Context, owner, u string, body []byte, clientAddr string, wait time.Duration) (resp *http.Response, cancel context.CancelFunc, sent string, err error) {
+	e := l.f.opts.Env
+	rctx, cancel := e.WithCancel(ctx)
+	hr, err := http.NewRequestWithContext(rctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		cancel()
+		return nil, nil, "", errors.Join(proxy.ErrRunHere, err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	for k, v := range l.f.Outbound(owner, BindQuery(body), clientAddr, false) { //determinism:ok sets headers
+		hr.Header.Set(k, v)
+	}
+	sent = hr.Header.Get(HeaderSecret)
+	accept := watchAccept(e, rctx, cancel, wait)
+	resp, err = l.f.opts.Client.Do(hr)
+	if !accept.stop() || err != nil {
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+		}
+		return nil, nil, "", errors.Join(proxy.ErrRunHere, fmt.Errorf("forward: the owning worker did not accept the query within %s: %v", wait, err))
+	}
+	return resp, cancel, sent, nil
 }
 
 // acceptWatch cancels a forwarded query the owner has not accepted within its wait: past the
@@ -348,6 +365,7 @@ func (f *Forwarder) QueryHandler(backend query.Backend) http.HandlerFunc {
 			err = ErrBadHop
 		}
 		if err != nil {
+			TellClock(w.Header(), err)
 			workerapi.WriteError(w, http.StatusForbidden, err.Error(), HeaderSecret)
 			return
 		}

@@ -19,6 +19,7 @@ import (
 //   - a name where only some statements put a table or routine: after ON in GRANT, REVOKE and
 //     CREATE TRIGGER, TO in RENAME and ALTER, LIKE in CREATE TABLE; GRANT ... ON *.* names every
 //     database (catalogAll);
+//   - past IF [NOT] EXISTS in DDL, sequences and CACHE INDEX (objectPosition);
 //   - the text PREPARE and EXECUTE IMMEDIATE run, and MySQL's executable comments, read the same way.
 // Two-part names elsewhere are table.column, whose table the statement's own table list names.
 
@@ -145,7 +146,7 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 		if i > 0 {
 			prev = st[i-1]
 		}
-		tablePosition := i > 0 && (tablePositionAfter(st, i-1) || statementPositionAfter(st, i-1)) ||
+		tablePosition := i > 0 && (tablePositionAfter(st, i-1) || statementPositionAfter(st, i-1) || objectPosition(st, i)) ||
 			prev.Kind == sqltok.Punct && prev.Text == "," && tableList[depth]
 		next := i + 2*len(parts) - 1
 		switch {
@@ -175,6 +176,28 @@ func tablePositionAfter(st []sqltok.Token, i int) bool {
 		return false
 	}
 	return !st[i].IsWord("update") || i == 0 || !st[i-1].IsWord("key")
+}
+
+// objectPosition reports whether a name at st[i] is [db.]object by a place the table positions
+// miss: a table, view, routine, trigger, event or sequence a DDL names past IF [NOT] EXISTS (DROP
+// TABLE IF EXISTS db.t) or CREATE / DROP SEQUENCE names; a sequence drawn from (NEXT / PREVIOUS
+// VALUE FOR, nextval(), lastval(), setval()); CACHE INDEX and LOAD INDEX INTO CACHE.
+func objectPosition(st []sqltok.Token, i int) bool {
+	prev := st[i-1]
+	kind := i - 1
+	for kind > 0 && st[kind].IsWord("if", "not", "exists") {
+		kind--
+	}
+	ddl := st[0].IsWord("create", "drop", "alter")
+	switch {
+	case ddl && kind < i-1 && st[kind].IsWord(tablePositionWords...), ddl && prev.IsWord("sequence"):
+		return true
+	case prev.IsWord("for") && i >= 2 && st[i-2].IsWord("value"):
+		return true
+	case prev.Kind == sqltok.Punct && prev.Text == "(" && i >= 2 && st[i-2].IsWord("nextval", "lastval", "setval"):
+		return true
+	}
+	return st[0].IsWord("cache") && prev.IsWord("index") || st[0].IsWord("load") && prev.IsWord("cache")
 }
 
 // statementPositionAfter reports whether a table or routine name follows st[i] in this kind of

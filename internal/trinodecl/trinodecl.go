@@ -99,6 +99,13 @@ func trinoItemType(toks []sqltok.Token) string {
 			return t // Trino's date_trunc keeps its argument's type; an engine's is its default precision
 		}
 	}
+	if len(toks) >= 8 && isWord(toks[0], "date_add") && toks[1].Text == "(" && closes(toks, 1) == len(toks)-1 {
+		if args := sqltok.SplitAtCommas(toks[2 : len(toks)-1]); len(args) == 3 && len(args[2]) > 0 {
+			if t := trinoItemType(args[2]); strings.HasPrefix(t, "timestamp") {
+				return t // date_add keeps its timestamp's type, as date_trunc does
+			}
+		}
+	}
 	return ""
 }
 

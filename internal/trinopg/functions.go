@@ -308,7 +308,7 @@ var validText = map[string]string{
 const number = `^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$`
 
 // tryCast is NULL where the cast would fail on the value's text, for the types validText
-// reads (the value's text is cast: try_cast(12.5 as integer) is NULL, where Trino rounds);
+// reads (a number's cast to an integer type rounds, as Trino's);
 // another type's cast is PostgreSQL's, failing as it fails.
 func tryCast(r *rewriter, args []span) (string, bool) {
 	x, typ, ok := r.castParts(args)
@@ -325,8 +325,23 @@ func tryCast(r *rewriter, args []span) (string, bool) {
 	text := "CAST(" + value + " AS text)"
 	// The text is cast, NULL when invalid: a CASE around the cast itself would not keep
 	// PostgreSQL from folding a constant's failing cast while planning.
-	return "CAST(CASE WHEN " + text + " ~* '" + re + "' THEN " + text + " END AS " + pg + ")", true
+	fromText := "CAST(CASE WHEN " + text + " ~* '" + re + "' THEN " + text + " END AS " + pg + ")"
+	bounds, integral := integerBounds[base]
+	if !integral || x.hi-x.lo == 1 && r.toks[x.lo].Kind == sqltok.String {
+		return fromText, true
+	}
+	// A number with a fraction rounds, half away from zero, as Trino's cast of a decimal or a
+	// double does (PostgreSQL's of a double rounds half to even), NULL outside the type. Not a
+	// string literal (read above): its cast to numeric, constant, would fail while planning.
+	rounded := "round(CAST(" + value + " AS numeric))"
+	return "CASE WHEN pg_typeof" + value + " IN ('numeric'::regtype, 'double precision'::regtype, 'real'::regtype) " +
+		"THEN CAST(CASE WHEN " + rounded + " BETWEEN " + bounds + " THEN " + rounded + " END AS " + pg + ") ELSE " + fromText + " END", true
 }
+
+// integerBounds are the values each integer type holds, as BETWEEN's operands.
+var integerBounds = map[string]string{"tinyint": "-128 AND 127", "smallint": "-32768 AND 32767",
+	"integer": "-2147483648 AND 2147483647", "int": "-2147483648 AND 2147483647",
+	"bigint": "-9223372036854775808 AND 9223372036854775807"}
 
 func contains(r *rewriter, args []span) (string, bool) {
 	if len(args) != 2 {

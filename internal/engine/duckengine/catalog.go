@@ -411,39 +411,6 @@ var compatSQL = []string{
 		CASE WHEN c.data_type LIKE 'VARCHAR%' THEN 'utf8mb4_general_ci' END AS "COLLATION_NAME",
 		'select,insert,update,references' AS "PRIVILEGES", 'NEVER' AS "IS_GENERATED", NULL::VARCHAR AS "GENERATION_EXPRESSION"
 		FROM duckdb_columns() c WHERE c.schema_name = 'main' AND c.database_name IN (SELECT datname FROM {c}.main.qf_pg_database)`,
-	// information_schema.key_column_usage, as MySQL's (Django's and Sequelize's foreign keys
-	// are read there): a key's columns, one row each; MariaDB's names, PRIMARY for the primary
-	// key, a unique key's first column, <table>_ibfk_<n> for the nth foreign key.
-	`CREATE VIEW {c}.main.qf_mysql_key_column_usage AS SELECT 'def' AS "CONSTRAINT_CATALOG", k.database_name AS "CONSTRAINT_SCHEMA",
-		CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'PRIMARY' WHEN 'UNIQUE' THEN k.constraint_column_names[1]
-			ELSE {c}.main.qf_constraint_name(k.database_name, k.schema_name, k.table_name, 'FOREIGN KEY', k.constraint_column_names,
-				k.table_name || '_ibfk_' || k.n) END COLLATE NOCASE AS "CONSTRAINT_NAME",
-		'def' AS "TABLE_CATALOG", k.database_name AS "TABLE_SCHEMA", k.table_name AS "TABLE_NAME", c.name AS "COLUMN_NAME",
-		c.pos::BIGINT AS "ORDINAL_POSITION", CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN c.pos::BIGINT END AS "POSITION_IN_UNIQUE_CONSTRAINT",
-		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN k.database_name END AS "REFERENCED_TABLE_SCHEMA",
-		k.referenced_table AS "REFERENCED_TABLE_NAME", k.referenced_column_names[c.pos] AS "REFERENCED_COLUMN_NAME"
-		FROM (SELECT *, row_number() OVER (PARTITION BY database_name, table_name, constraint_type ORDER BY constraint_index) AS n
-			FROM duckdb_constraints() WHERE schema_name = 'main' AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
-			AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)) k,
-		LATERAL (SELECT unnest(k.constraint_column_names) AS name, unnest(range(1, len(k.constraint_column_names) + 1)) AS pos) c`,
-	// information_schema.statistics, as MariaDB's: every index's columns, one row each (the
-	// primary key PRIMARY, a unique key named by its first column, a CREATE INDEX or inline KEY
-	// index by its MariaDB name, mysqlindexes.go); Cardinality DuckDB's estimate of the rows.
-	`CREATE VIEW {c}.main.qf_mysql_statistics AS SELECT 'def' AS "TABLE_CATALOG", i.database_name AS "TABLE_SCHEMA",
-		i.table_name AS "TABLE_NAME", i.non_unique::BIGINT AS "NON_UNIQUE", i.database_name AS "INDEX_SCHEMA", i.index_name COLLATE NOCASE AS "INDEX_NAME",
-		i.seq::BIGINT AS "SEQ_IN_INDEX", i.column_name AS "COLUMN_NAME", 'A' AS "COLLATION",
-		(SELECT any_value(estimated_size) FROM duckdb_tables() t WHERE t.table_oid = i.table_oid)::BIGINT AS "CARDINALITY",
-		NULL::BIGINT AS "SUB_PART", NULL::VARCHAR AS "PACKED",
-		CASE WHEN (SELECT any_value(is_nullable) FROM duckdb_columns() c WHERE c.table_oid = i.table_oid AND c.column_name = i.column_name)
-			THEN 'YES' ELSE '' END AS "NULLABLE", 'BTREE' AS "INDEX_TYPE", '' AS "COMMENT", '' AS "INDEX_COMMENT", 'NO' AS "IGNORED"
-		FROM (SELECT database_name, table_oid, table_name, CASE WHEN constraint_type = 'PRIMARY KEY' THEN 'PRIMARY' ELSE constraint_column_names[1] END AS index_name,
-				0 AS non_unique, unnest(constraint_column_names) AS column_name, unnest(range(1, len(constraint_column_names) + 1)) AS seq
-			FROM duckdb_constraints() WHERE schema_name = 'main' AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
-				AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)
-			UNION ALL SELECT database_name, table_oid, table_name, ` + mysqlIndexName + `, CASE WHEN is_unique THEN 0 ELSE 1 END,
-				trim(unnest({c}.main.qf_index_expressions(expressions)), '"'), unnest(range(1, len({c}.main.qf_index_expressions(expressions)) + 1))
-			FROM duckdb_indexes() WHERE schema_name = 'main' AND NOT ` + caselessIndex + `
-				AND database_name IN (SELECT datname FROM {c}.main.qf_pg_database)) AS i`,
 	// information_schema.triggers, .files and .partitions, as MariaDB's, empty: DuckDB has no
 	// triggers, tablespaces or partitions (mariadb-dump asks them for every dump).
 	`CREATE VIEW {c}.main.qf_mysql_triggers AS SELECT 'def' AS "TRIGGER_CATALOG", NULL::VARCHAR AS "TRIGGER_SCHEMA",

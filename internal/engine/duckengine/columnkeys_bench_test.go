@@ -53,3 +53,28 @@ func drainBench(b *testing.B, e query.Engine, q *query.Request) {
 		}
 	}
 }
+
+// BenchmarkTableColumnKeys: the catalog read a SELECT of one table pays when its keys are not
+// cached (the first, and the first after a statement that may change the catalog).
+func BenchmarkTableColumnKeys(b *testing.B) {
+	qe, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer qe.Close()
+	e := qe.(*Engine)
+	drainBench(b, qe, &query.Request{SQL: "CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, n INTEGER UNIQUE)"})
+	drainBench(b, qe, &query.Request{SQL: "CREATE INDEX tn ON t (name)"})
+	ctx := context.Background()
+	conn, err := e.conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer release(conn, true)
+	b.ResetTimer()
+	for range b.N {
+		if cols := tableColumnKeys(ctx, conn, "", "t"); len(cols) != 3 {
+			b.Fatalf("columns %v", cols)
+		}
+	}
+}

@@ -188,7 +188,7 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 	}
 	// \l lists the databases a client can use: not DuckDB's own, nor the compatibility one.
 	hidden := "'memory', '" + compatCatalog + "'"
-	for _, s := range slices.Concat(pgCompatSQL(), trinoFunctionSQL, trinoColumnSQL, mysqlFunctionSQL) {
+	for _, s := range slices.Concat(pgCompatSQL(), trinoFunctionSQL, trinoColumnSQL, mysqlFunctionSQL, mysqlInfoSchemaSQL) {
 		s = strings.NewReplacer("{c}", quoteIdent(compatCatalog), "{hidden}", hidden, "{declared}", declared).Replace(s)
 		if err := exec(s); err != nil {
 			return fmt.Errorf("catalog compatibility: %w", err)
@@ -522,8 +522,8 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	}
 	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
-		rows, err = e.retryDelete(outer, nil, false, client, q, st.p, err)
-		err = parentRowInUse(client, err)
+		rows, err = e.retryDelete(outer, nil, false, actionsClient(client, st.p.sqlText), q, st.p, err)
+		err = mysqlActionError(client, err)
 	}
 	if err != nil {
 		e.noteFatal(err)

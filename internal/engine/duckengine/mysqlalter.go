@@ -36,14 +36,15 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 	if !sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "alter") {
 		return nil, false
 	}
-	if table, at, word, unnamed := unnamedForeignKey(q.SQL); unnamed {
-		if _, ok, err := addForeignKey(&query.Request{SQL: mysqlCompat(withKeyName(q.SQL, "k", at, word)), Protocol: query.ProtocolPostgres}); ok && err == nil {
+	keyed := withRestrictActions(q.SQL)
+	if table, at, word, unnamed := unnamedForeignKey(keyed); unnamed {
+		if _, ok, err := addForeignKey(&query.Request{SQL: mysqlCompat(withKeyName(keyed, "k", at, word)), Protocol: query.ProtocolPostgres}); ok && err == nil {
 			return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
-				return addNamedForeignKey(ctx, conn, inTx, q.SQL, table, at, word)
+				return addNamedForeignKey(ctx, conn, inTx, keyed, table, at, word)
 			}, true
 		}
 	}
-	if run, ok, err := addForeignKey(&query.Request{SQL: mysqlCompat(q.SQL), Protocol: query.ProtocolPostgres}); ok && err == nil {
+	if run, ok, err := addForeignKey(&query.Request{SQL: mysqlCompat(keyed), Protocol: query.ProtocolPostgres}); ok && err == nil {
 		return run, true
 	}
 	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
@@ -55,6 +56,9 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 	}
 	if len(toks) < 5 || !toks[1].IsWord("table") || !isName(2) {
 		return nil, false
+	}
+	if run, ok := mysqlDropForeignKey(toks); ok {
+		return run, true
 	}
 	table, at := toks[2], 3 // unqualified only: its indexes are looked up in the current schema
 	alter := "ALTER TABLE " + table.Text + " "
@@ -486,4 +490,34 @@ func withKeyName(sqlText, name string, at int, word bool) string {
 		name = "CONSTRAINT " + name
 	}
 	return sqlText[:at] + name + sqlText[at:]
+}
+
+// withRestrictActions is sqlText, an ALTER TABLE ... ADD ... FOREIGN KEY, with ON DELETE
+// RESTRICT and ON UPDATE RESTRICT written where it declares no action: MariaDB's rule for a key
+// declared without one, which information_schema and SHOW CREATE TABLE tell from NO ACTION.
+func withRestrictActions(sqlText string) string {
+	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
+	if len(toks) == 0 || !containsFold(sqlText, "foreign") || !containsFold(sqlText, "references") {
+		return sqlText
+	}
+	end := len(toks)
+	if toks[end-1].Text == ";" {
+		end--
+	}
+	onDelete, onUpdate := false, false
+	for i := 0; i+1 < end; i++ {
+		if toks[i].IsWord("on") {
+			onDelete = onDelete || toks[i+1].IsWord("delete")
+			onUpdate = onUpdate || toks[i+1].IsWord("update")
+		}
+	}
+	last := toks[end-1]
+	out := sqlText[:last.Pos+len(last.Text)]
+	if !onDelete {
+		out += " ON DELETE RESTRICT"
+	}
+	if !onUpdate {
+		out += " ON UPDATE RESTRICT"
+	}
+	return out + sqlText[last.Pos+len(last.Text):]
 }

@@ -247,8 +247,7 @@ func mysqlInformationSchema(toks []sqltok.Token, i int) string {
 	if name >= len(toks) || toks[dot].Text != "." || toks[name].Kind != sqltok.Word {
 		return ""
 	}
-	switch n := strings.ToLower(toks[name].Text); n {
-	case "tables", "columns", "schemata", "key_column_usage", "statistics", "triggers", "files", "partitions":
+	if n := strings.ToLower(toks[name].Text); mysqlInfoSchemaViews[n] {
 		return "qf_mysql_" + n
 	}
 	return ""

@@ -100,6 +100,9 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tabl
 	}
 	after = append(after, indexStatements(ref, table, indexes, map[string]bool{"primary": true})...)
 	after = append(after, caselessKeyIndexes(ref, table, declaredKeys(defs), caseless)...)
+	if !temporary {
+		after = append(after, uniqueKeyNames(table, defs)...)
+	}
 	head := "CREATE "
 	if temporary {
 		head += "TEMPORARY "
@@ -304,6 +307,16 @@ func columnDefinition(d []sqltok.Token, binaryTable bool) (text string, ai, kept
 				}
 			}
 			changed = true
+		case i > 1 && is(i, "default") && is(i+1, "true", "false"):
+			// DEFAULT TRUE / FALSE is MySQL's 1 / 0 (SHOW COLUMNS' Default "0", not DuckDB's
+			// CAST('f' AS BOOLEAN)); DuckDB's ALTER TABLE ... ADD of a column with a default
+			// that is not a literal fails on a locked configuration.
+			value := "0"
+			if is(i+1, "true") {
+				value = "1"
+			}
+			out = append(out, t, sqltok.Token{Kind: sqltok.Number, Text: value})
+			i, changed = i+1, true
 		case is(i, "comment") && i+1 < len(d) && d[i+1].Kind == sqltok.String:
 			i, changed = i+1, true
 		case is(i, "collate", "charset") && i+1 < len(d):

@@ -31,6 +31,9 @@ type tableKey struct {
 	ref    string   // the table it references
 	name   string   // CONSTRAINT name, "" when not given
 	cols   []string // its columns, unquoted
+	// onDelete and onUpdate are its actions as pg_constraint's letters; 'r' (RESTRICT, as
+	// MariaDB says) when none is declared.
+	onDelete, onUpdate byte
 }
 
 // readTableKey reads a CREATE TABLE definition that is a foreign key: [CONSTRAINT [c]] FOREIGN
@@ -54,7 +57,15 @@ func readTableKey(d []sqltok.Token) (tableKey, bool) {
 			ref = d[i+3]
 		}
 		clause, _ := withoutReferentialActions(mysqlCompat(joinTokens(d)))
-		k := tableKey{clause: clause, ref: identText(ref), cols: keyColumns(d[foreign:i])}
+		k := tableKey{clause: clause, ref: identText(ref), cols: keyColumns(d[foreign:i]), onDelete: 'r', onUpdate: 'r'}
+		for j := i + 2; j+2 < len(d); j++ {
+			switch {
+			case d[j].IsWord("on") && d[j+1].IsWord("delete"):
+				k.onDelete = referentialAction(d[j+2:])
+			case d[j].IsWord("on") && d[j+1].IsWord("update"):
+				k.onUpdate = referentialAction(d[j+2:])
+			}
+		}
 		if foreign == 2 && d[0].IsWord("constraint") {
 			k.name = identText(d[1])
 		}
@@ -93,7 +104,7 @@ func foreignKeyNames(table string, keys []tableKey) []string {
 			unnamed++
 			name = table + "_ibfk_" + strconv.Itoa(unnamed)
 		}
-		c := declaredConstraint{kind: 'f', columns: k.cols, name: name}
+		c := declaredConstraint{kind: 'f', columns: k.cols, name: name, onDelete: k.onDelete, onUpdate: k.onUpdate}
 		stmts = append(stmts, c.insert("", table))
 	}
 	return stmts

@@ -156,10 +156,14 @@ func dropIndex(ctx context.Context, conn *sql.Conn, table, name string) (query.R
 		"AND schema_name = current_schema() AND index_name = ? AND lower(table_name) = lower(?)", table+"$"+name, table).Scan(&declared); err != nil {
 		return nil, wrapErr(err)
 	}
-	stmt := "DROP INDEX " + quoteIdent(name)
+	duckName := name
 	if declared {
-		stmt = "DROP INDEX " + quoteIdent(table+"$"+name)
+		duckName = table + "$" + name
 	}
+	if err := neededByForeignKey(ctx, conn, table, name, duckName); err != nil {
+		return nil, err
+	}
+	stmt := "DROP INDEX " + quoteIdent(duckName)
 	// and the key's caseless index, when an ALTER TABLE or CREATE UNIQUE INDEX added it (mysqladdkey.go)
 	for _, s := range []string{stmt, "DROP INDEX IF EXISTS " + quoteIdent(table+"$qf_ci_"+name)} {
 		if _, err := conn.ExecContext(ctx, s); err != nil {

@@ -71,7 +71,7 @@ const onUpdate = `coalesce(starts_with(c.comment, '` + onUpdateComment + `'), fa
 const autoIncrement = `coalesce(c.column_default LIKE 'nextval(''%` + aiPrefix + `%', false)`
 
 func (duckCatalog) Keys(db, table string) string {
-	return `SELECT k.constraint_type AS kind, k.constraint_column_names[1] AS name, ` +
+	return `SELECT k.constraint_type AS kind, ` + mysqlUniqueName("k.") + ` AS name, ` +
 		`array_to_string(list_transform(k.constraint_column_names, x -> ` + mysqlshow.Tick("x") + `), ',') AS cols, ` +
 		`k.constraint_index AS pos FROM duckdb_constraints() k WHERE ` + inSchema("k.database_name", "k.schema_name", db) +
 		` AND lower(k.table_name) = lower(` + sqltok.StandardString(table) + `) AND k.constraint_type IN ('PRIMARY KEY', 'UNIQUE')`
@@ -85,7 +85,7 @@ func (duckCatalog) Indexes(db, table string) string {
 	count := `(SELECT count(*) FROM ` + tableRef(db, table) + `)`
 	return `SELECT i.tbl, i.key_name, i.non_unique, i.seq, i.column_name, c.is_nullable AS nullable, ` +
 		count + ` AS cardinality, i.pos ` +
-		`FROM (SELECT table_oid, table_name AS tbl, CASE WHEN constraint_type = 'PRIMARY KEY' THEN 'PRIMARY' ELSE constraint_column_names[1] END AS key_name, ` +
+		`FROM (SELECT table_oid, table_name AS tbl, ` + mysqlKeyName("") + ` AS key_name, ` +
 		`false AS non_unique, unnest(constraint_column_names) AS column_name, unnest(range(1, len(constraint_column_names) + 1)) AS seq, ` +
 		`CASE WHEN constraint_type = 'PRIMARY KEY' THEN 0 ELSE 1 + constraint_index END AS pos ` +
 		`FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') ` +
@@ -124,51 +124,25 @@ func nextAutoIncrement(where string) string {
 
 // OtherKeys are the table's CREATE INDEX indexes (UNIQUE KEY or KEY, by their names) and its
 // foreign keys, named as MariaDB names a key it was not given a name for (t_ibfk_1, ...: DuckDB
-// keeps no constraint's name); DuckDB keeps no referential action either (MySQL's ON DELETE
-// CASCADE is left out when the table is created, pgrefactions.go).
+// keeps no constraint's name) and with their declared actions (DuckDB's key has none).
 func (duckCatalog) OtherKeys(db, table string) string {
 	where := inSchema("database_name", "schema_name", db) + ` AND lower(table_name) = lower(` + sqltok.StandardString(table) + `)`
-	ticked := func(list string) string {
-		return `array_to_string(list_transform(` + list + `, x -> ` + mysqlshow.Tick(`trim(x, '"')`) + `), ',')`
+	joined := func(list, sep string) string {
+		return `array_to_string(list_transform(` + list + `, x -> ` + mysqlshow.Tick(`trim(x, '"')`) + `), '` + sep + `')`
 	}
+	ticked := func(list string) string { return joined(list, ",") }
+	spaced := func(list string) string { return joined(list, ", ") } // a foreign key's, as MariaDB writes them
 	return `SELECT CASE WHEN is_unique THEN 'UNIQUE KEY' ELSE 'KEY' END AS kind, ` + mysqlIndexName + ` AS name, ` +
 		ticked("qf_index_expressions(expressions)") + ` AS cols, NULL AS refs, index_oid AS pos FROM duckdb_indexes() WHERE ` + where + ` AND NOT ` + caselessIndex +
 		` UNION ALL SELECT 'KEY', key_name, ` + ticked("cols") + `, NULL, ` + impliedKeyPos + ` FROM (` + foreignKeyIndexes(db, table) + `) AS f` +
 		` UNION ALL SELECT 'FOREIGN KEY', name, cols, refs, row_number() OVER (ORDER BY name) FROM (SELECT ` +
-		mysqlForeignKeyName("", `row_number() OVER (ORDER BY constraint_index)`) + ` AS name, ` +
-		ticked("constraint_column_names") + ` AS cols, ` + mysqlshow.Tick("referenced_table") + ` || ' (' || ` + ticked("referenced_column_names") + ` || ')' AS refs ` +
-		`FROM duckdb_constraints() WHERE ` + where + ` AND constraint_type = 'FOREIGN KEY') AS k`
-}
-
-// mysqlForeignKeyName is the name of the foreign key of duckdb_constraints() (columns prefixed by
-// alias) as MariaDB names it: the one its CREATE TABLE or ALTER TABLE gave or MariaDB would have
-// given (the declared catalog, mysqlfkchecks.go), else <table>_ibfk_<nth>.
-func mysqlForeignKeyName(alias, nth string) string {
-	return compatPrefix + `qf_constraint_name(` + alias + `database_name, ` + alias + `schema_name, ` + alias + `table_name, 'FOREIGN KEY', ` +
-		alias + `constraint_column_names, ` + alias + `table_name || '_ibfk_' || ` + nth + `)`
+		mysqlForeignKeyName("") + ` AS name, ` +
+		spaced("constraint_column_names") + ` AS cols, ` + mysqlshow.Tick("referenced_table") + ` || ' (' || ` + spaced("referenced_column_names") + ` || ')' || ` + mysqlActions("") + ` AS refs ` +
+		`FROM (` + foreignKeys(where) + `)) AS k`
 }
 
 // impliedKeyPos places a foreign key's own index after the table's other indexes.
 const impliedKeyPos = `1000000000000 + constraint_index`
-
-// foreignKeyIndexes are the indexes InnoDB creates for the foreign keys of table (db's) that no
-// index, primary key or unique key begins with the columns of: table_oid, table_name, key_name
-// (the key's given name, else its first column, as MariaDB names the index), cols and
-// constraint_index. DuckDB checks a key through an index it lists nowhere.
-func foreignKeyIndexes(db, table string) string {
-	same := func(list string) string {
-		return `list_transform(` + list + `, x -> lower(trim(x, '"'))) = list_transform(k.constraint_column_names, x -> lower(x))`
-	}
-	name := mysqlForeignKeyName("k.", "0")
-	return `SELECT k.table_oid, k.table_name, CASE WHEN regexp_full_match(` + name + `, k.table_name || '_ibfk_[0-9]+') ` +
-		`THEN k.constraint_column_names[1] ELSE ` + name + ` END AS key_name, k.constraint_column_names AS cols, k.constraint_index ` +
-		`FROM duckdb_constraints() k WHERE k.constraint_type = 'FOREIGN KEY' AND ` + inSchema("k.database_name", "k.schema_name", db) +
-		` AND lower(k.table_name) = lower(` + sqltok.StandardString(table) + `) ` +
-		`AND NOT EXISTS (SELECT 1 FROM duckdb_constraints() o WHERE o.table_oid = k.table_oid AND o.constraint_type IN ('PRIMARY KEY', 'UNIQUE') ` +
-		`AND ` + same(`o.constraint_column_names[1:len(k.constraint_column_names)]`) + `) ` +
-		`AND NOT EXISTS (SELECT 1 FROM duckdb_indexes() i WHERE i.table_oid = k.table_oid AND NOT contains(i.index_name, '$qf_ci_') ` +
-		`AND ` + same(`qf_index_expressions(i.expressions)[1:len(k.constraint_column_names)]`) + `)`
-}
 
 // TableOptions are MariaDB's for a table of the proxy's: InnoDB (as SHOW TABLE STATUS says),
 // the next AUTO_INCREMENT value when it is past 1 (as MariaDB writes it), utf8mb4.

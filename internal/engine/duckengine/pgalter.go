@@ -316,6 +316,12 @@ func (d dropForeignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (que
 	} else if err != nil {
 		return nil, wrapErr(err)
 	}
+	return d.dropKey(ctx, conn, inTx, text, ddl, referenced, nil)
+}
+
+// dropKey creates d's table (ddl its DuckDB text) again without the key whose text that is,
+// unless referenced tables reference it, forgets the key's declared name and runs after.
+func (d dropForeignKey) dropKey(ctx context.Context, conn *sql.Conn, inTx bool, text, ddl string, referenced int, after []string) (query.Rows, error) {
 	ddl = strings.TrimSuffix(strings.TrimSpace(ddl), ";")
 	without := strings.Replace(ddl, ", "+text, "", 1)
 	if referenced > 0 || without == ddl {
@@ -328,7 +334,7 @@ func (d dropForeignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (que
 	}
 	stmts = append(stmts, "DELETE FROM "+declaredSchema+".constraints WHERE schema_name = "+schemaExpr(d.schema)+
 		" AND table_name = lower("+quoteString(d.table)+") AND kind = 'f' AND name = "+quoteString(d.name))
-	if err := runAll(ctx, conn, stmts, inTx); err != nil {
+	if err := runAll(ctx, conn, append(stmts, after...), inTx); err != nil {
 		return nil, err
 	}
 	return engine.TagRows("ALTER TABLE"), nil

@@ -161,8 +161,12 @@ func (fk foreignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.
 	if err != nil {
 		return nil, err
 	}
+	replaced := "" // a named key keeps another key's name of the same columns (MySQL's two keys of one column)
+	if fk.declared.name != "" {
+		replaced = " AND (name IS NULL OR name = " + quoteString(fk.declared.name) + ")"
+	}
 	stmts = append(stmts, "DELETE FROM "+declaredSchema+".constraints WHERE schema_name = "+schemaExpr(duckSchema(schema))+
-		" AND table_name = lower("+quoteString(name)+") AND kind = 'f' AND columns = "+fk.declared.columnList(),
+		" AND table_name = lower("+quoteString(name)+") AND kind = 'f' AND columns = "+fk.declared.columnList()+replaced,
 		fk.declared.insert(duckSchema(schema), name))
 	if err := runAll(ctx, conn, stmts, inTx); err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ import (
 // one the engine runs as its own DDL, declares one.
 func (e *Engine) noteActions(client *query.Request) {
 	e.noteDeferrable(client)
-	if client.Protocol != query.ProtocolPostgres || e.actionsMaybe.Load() || !containsFold(client.SQL, "references") {
+	if !withActionsOf(client) || e.actionsMaybe.Load() || !containsFold(client.SQL, "references") { // MySQL's: mysqlactions.go
 		return
 	}
 	if _, declares := withoutReferentialActions(client.SQL); declares {

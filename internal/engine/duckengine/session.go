@@ -162,10 +162,11 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.fail()
 		return nil, explain(err)
 	}
-	if s.status == 'T' && s.e.actionsMaybe.Load() && client.Protocol == query.ProtocolPostgres {
-		if rows, ok, err := s.e.actionsInTransaction(ctx, s.conn, client, q, st.p, s.noteWritten); ok { // pgrefintx.go
+	if s.status == 'T' && s.e.actionsMaybe.Load() && withActionsOf(client) {
+		if rows, ok, err := s.e.actionsInTransaction(ctx, s.conn, actionsClient(client, st.p.sqlText), q, st.p, s.noteWritten); ok { // pgrefintx.go
 			cancel()
 			if err != nil {
+				err = mysqlActionError(client, err)
 				s.e.noteFatal(err)
 				s.fail()
 				return nil, explain(err)
@@ -177,8 +178,8 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return s.mysqlWrite(ctx, client, q, func() (query.Rows, error) { return run(ctx, s.conn, q, st.p, cancel) })
 	})
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
-		rows, err = s.e.retryDelete(outer, s.conn, s.status == 'T', client, q, st.p, err)
-		err = parentRowInUse(client, err)
+		rows, err = s.e.retryDelete(outer, s.conn, s.status == 'T', actionsClient(client, st.p.sqlText), q, st.p, err)
+		err = mysqlActionError(client, err)
 	}
 	if err != nil {
 		s.e.noteFatal(err)

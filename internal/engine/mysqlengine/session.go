@@ -42,6 +42,7 @@ type session struct {
 // Execute runs q on the pinned connection. A session runs one statement at a time: the
 // previous statement's rows must be closed first.
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	q = trinoDialect(q)
 	s.mu.Lock()
 	switch {
 	case s.conn == nil:

@@ -26,6 +26,12 @@ var pgDialectFunctions = []struct{ sql, want string }{
 	{`try_cast('12' as integer)`, "12"},
 	{`try_cast('x' as integer)`, "<nil>"},
 	{`try_cast('1.5' as double)`, "1.5"},
+	{`try_cast(12.5 as integer)`, "13"},
+	{`try_cast(-12.5 as integer)`, "-13"},
+	{`try_cast(2.5e0 as bigint)`, "3"},
+	{`try_cast('12.5' as integer)`, "<nil>"},
+	{`try_cast(3000000000.4 as integer)`, "<nil>"},
+	{`try_cast(1e300 as bigint)`, "<nil>"},
 	{`contains(array[1, 2, 3], 2)`, "true"},
 	{`split('a,b,c', ',')`, "[a b c]"},
 	{`cardinality(array[1, 2])`, "2"},
@@ -103,7 +109,7 @@ func TestTrinoDialectOnPostgres(t *testing.T) {
 	if got.OK == nil || len(got.OK.Rows) != 1 || got.OK.Names[0] != "_col0" || got.OK.Names[len(items)-1] != fmt.Sprintf("_col%d", len(items)-1) {
 		t.Fatalf("npm functions: %+v %+v", got.OK, got.Error)
 	}
-	const npmRow = `["2024-02-01","2024-02-29 10:00:00.000000",60,1,90,12,null,1.5,true,["a","b","c"],2,3,null,2,1,1700000000,2024]`
+	const npmRow = `["2024-02-01","2024-02-29 10:00:00",60,1,90,12,null,1.5,13,-13,3,null,null,null,true,["a","b","c"],2,3,null,2,1,1700000000,2024]`
 	if jsonText(t, got.OK.Rows[0]) != npmRow {
 		t.Errorf("npm functions' row %s, want %s", jsonText(t, got.OK.Rows[0]), npmRow)
 	}
@@ -149,17 +155,19 @@ func TestTrinoErrorsOnEachEngine(t *testing.T) {
 	}
 }
 
-// date_trunc keeps its argument's precision, VALUES' columns are _colN and
+// date_trunc and date_add keep their timestamp's precision, VALUES' columns are _colN and
 // information_schema.columns has Trino's columns, on every engine (npm trino-client).
 func TestTrinoTypesAndColumnsOnEachEngine(t *testing.T) {
 	steps := []npmStep{
 		{Name: "ddl", SQL: "create table cols (a integer, b varchar(5))"},
 		{Name: "trunc", SQL: "select date_trunc('day', timestamp '2024-01-02 03:04:05'), date_trunc('hour', timestamp '2024-01-02 03:04:05.123')"},
+		{Name: "add", SQL: "select date_add('month', 1, timestamp '2024-01-31 10:00:00'), date_add('day', 1, timestamp '2024-01-02 03:04:05.123')"},
 		{Name: "values", SQL: "values (1, 'a'), (2, 'b')"},
 		{Name: "columns", SQL: "select * from information_schema.columns where table_name = 'cols' order by ordinal_position"},
 	}
 	want := map[string]string{
 		"trunc":   `[_col0 _col1] [timestamp(0) timestamp(3)] [[2024-01-02 00:00:00 2024-01-02 03:00:00.000]]`,
+		"add":     `[_col0 _col1] [timestamp(0) timestamp(3)] [[2024-02-29 10:00:00 2024-01-03 03:04:05.123]]`,
 		"values":  `[_col0 _col1] [integer varchar] [[1 a] [2 b]]`, /* Trino's is varchar(1) */
 		"columns": `[table_catalog table_schema table_name column_name ordinal_position column_default is_nullable data_type] [varchar varchar varchar varchar bigint varchar varchar varchar]`,
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/frontend/structured"
 	"github.com/queryflux/queryflux/internal/httplite"
 	"github.com/queryflux/queryflux/internal/query"
@@ -469,6 +470,7 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Basic realm="QueryFlux"`)
 		}
+		forward.TellClock(w.Header(), err) // a peer whose proof was refused for its date retries by this clock
 		http.Error(w, err.Error(), status)
 		return
 	}
@@ -513,6 +515,7 @@ func (s *Server) kill(q *runningQuery) {
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery, token int64, wait time.Duration, whole bool) {
 	c, err := s.client(r)
 	if err != nil {
+		forward.TellClock(w.Header(), err) // a peer whose proof was refused for its date retries by this clock
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}

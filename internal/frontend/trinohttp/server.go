@@ -229,8 +229,13 @@ func registerSpins(reg prometheus.Registerer, spins func() rawconn.SpinCounts) {
 	}
 }
 
-// Handler serves /v1/statement, /v1/statement/{queued,executing}/..., and /v1/info.
+// Handler serves /v1/statement, /v1/statement/{queued,executing}/..., and /v1/info. A follow-up
+// forwarded by a peer is answered with this worker's proof of the secret (forward.Vouching), so
+// that the peer sends the client's credentials when asked for them.
 func (s *Server) Handler() http.Handler {
+	if s.opts.Forward != nil {
+		return recoverer(s.log, s.opts.Forward.Vouching(forward.BindTrino, s.routes()))
+	}
 	return recoverer(s.log, s.routes())
 }
 
@@ -387,6 +392,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Basic realm="QueryFlux"`)
 		}
+		forward.TellClock(w.Header(), err) // a peer whose proof was refused for its date retries by this clock
 		http.Error(w, err.Error(), status)
 		return
 	}

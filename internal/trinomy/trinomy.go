@@ -1,0 +1,252 @@
+// Package trinomy writes a Trino client's statement as MariaDB runs it, as internal/trinopg
+// does for PostgreSQL: Trino's SHOW and DESCRIBE as queries of MariaDB's information_schema with
+// Trino's columns and type names (show.go), Trino's lexical rules in MariaDB's (a
+// "double-quoted" name in backticks, a string's backslash a backslash, not an escape, `a || b`
+// Trino's concatenation, MariaDB's OR, as CONCAT(a, b)), and Trino's date_add and date_diff. It reads and writes text only: no
+// connection, no clock, no state but a bounded cache of translations.
+package trinomy
+
+import (
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/boundedcache"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// cacheMax bounds the statements whose translation is kept (dropped whole when full),
+// cachedSQLMax the length of one kept: a pool's repeated SELECT 1 is translated once.
+const (
+	cacheMax     = 512
+	cachedSQLMax = 4096
+)
+
+var cache = boundedcache.New[string, string](cacheMax)
+
+// Session is where a Trino client's unqualified names point: its catalog (any name: a MariaDB
+// server is one catalog) and schema (a MariaDB database), "" for none.
+type Session struct{ Catalog, Schema string }
+
+// SQL is sqlText, a Trino client's statement, as MariaDB runs it; sqlText itself when nothing
+// in it reads differently.
+func SQL(sqlText string, s Session) string {
+	if sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "show", "describe", "desc") {
+		if out, ok := showSQL(sqlText, s); ok {
+			return out
+		}
+		return sqlText
+	}
+	if out, ok := cache.Get(sqlText); ok {
+		return out
+	}
+	out := lexical(sqlText)
+	if len(sqlText) <= cachedSQLMax {
+		cache.Put(sqlText, out)
+	}
+	return out
+}
+
+// lexical rewrites what MariaDB's default sql_mode reads otherwise than Trino: quoted names,
+// backslashes in strings, and the || operator. The text between tokens (blanks, comments) is
+// kept.
+func lexical(sqlText string) string {
+	all := sqltok.Tokenize(sqlText, sqltok.Trino)
+	var toks []sqltok.Token
+	changed := false
+	for _, t := range all {
+		if t.Significant() {
+			toks = append(toks, t)
+			changed = changed || t.Kind == sqltok.QuotedIdent || t.Text == "||" ||
+				t.Kind == sqltok.String && strings.Contains(t.Text, `\`) || t.IsWord("date_add") || t.IsWord("date_diff")
+		}
+	}
+	if !changed {
+		return sqlText
+	}
+	text := make([]string, len(toks))
+	pre := make([]string, len(toks))
+	post := make([]string, len(toks))
+	for i, t := range toks {
+		text[i] = t.Text
+		switch {
+		case t.Kind == sqltok.QuotedIdent:
+			text[i] = "`" + strings.ReplaceAll(strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`), "`", "``") + "`"
+		case t.Kind == sqltok.String && strings.HasPrefix(t.Text, "'"):
+			text[i] = strings.ReplaceAll(t.Text, `\`, `\\`)
+		}
+	}
+	concats(toks, text, pre, post)
+	dateUnits(toks, text, pre, post)
+	var b strings.Builder
+	at := 0
+	for i, t := range toks {
+		b.WriteString(sqlText[at:t.Pos])
+		b.WriteString(pre[i])
+		b.WriteString(text[i])
+		b.WriteString(post[i])
+		at = t.Pos + len(t.Text)
+	}
+	b.WriteString(sqlText[at:])
+	return b.String()
+}
+
+// concats writes each chain of operands joined by || as CONCAT(a, b, ...): || binds less
+// tightly than arithmetic and more than comparison, so an operand is an arithmetic
+// expression. A chain whose operands it cannot read is left as written.
+func concats(toks []sqltok.Token, text, pre, post []string) {
+	used := make([]bool, len(toks)) // a || already in a chain
+	for i := range toks {
+		j := operand(toks, i)
+		if j < 0 || j >= len(toks) || toks[j].Text != "||" || used[j] {
+			continue
+		}
+		ops, ends := []int{}, []int{}
+		k := j
+		for k < len(toks) && toks[k].Text == "||" {
+			end := operand(toks, k+1)
+			if end < 0 {
+				break
+			}
+			ops, ends = append(ops, k), append(ends, end)
+			k = end
+		}
+		if len(ops) == 0 {
+			continue
+		}
+		pre[i] = "CONCAT(" + pre[i]
+		for _, op := range ops {
+			used[op] = true
+			text[op] = ","
+		}
+		post[ends[len(ends)-1]-1] += ")"
+	}
+}
+
+// dateUnits writes Trino's date_add('unit', n, x) and date_diff('unit', x, y), whose names
+// MariaDB's DATE_ADD(x, INTERVAL n unit) and DATEDIFF take otherwise, as TIMESTAMPADD(unit, n,
+// x) and TIMESTAMPDIFF(unit, x, y): whole units, toward zero, as Trino counts them. Trino's
+// milliseconds are MariaDB's microseconds by 1000.
+func dateUnits(toks []sqltok.Token, text, pre, post []string) {
+	for i := 0; i+5 < len(toks); i++ {
+		add, diff := toks[i].IsWord("date_add"), toks[i].IsWord("date_diff")
+		if !add && !diff || toks[i+1].Text != "(" || toks[i+2].Kind != sqltok.String || toks[i+3].Text != "," {
+			continue
+		}
+		unit := strings.ToUpper(strings.Trim(toks[i+2].Text, "'"))
+		if !dateUnit[unit] {
+			continue // MariaDB's error for it, or MariaDB's own DATE_ADD(x, INTERVAL ...)
+		}
+		end := closing(toks, i+1, "(", ")")
+		if end < 0 {
+			continue
+		}
+		milli := unit == "MILLISECOND"
+		switch {
+		case add && milli:
+			n := operand(toks, i+4)
+			if n < 0 || n >= len(toks) || toks[n].Text != "," {
+				continue
+			}
+			pre[i+4], post[n-1] = "1000 * ("+pre[i+4], post[n-1]+")"
+		case diff && milli:
+			post[end-1] += " DIV 1000"
+		}
+		if milli {
+			unit = "MICROSECOND"
+		}
+		text[i], text[i+2] = "TIMESTAMPADD", unit
+		if diff {
+			text[i] = "TIMESTAMPDIFF"
+		}
+	}
+}
+
+var dateUnit = map[string]bool{"MILLISECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true, "DAY": true,
+	"WEEK": true, "MONTH": true, "QUARTER": true, "YEAR": true}
+
+// operand is the end (exclusive) of the arithmetic expression starting at toks[i], -1 when none
+// starts there.
+func operand(toks []sqltok.Token, i int) int {
+	for {
+		for i < len(toks) && (toks[i].Text == "-" || toks[i].Text == "+") { // unary
+			i++
+		}
+		end := atom(toks, i)
+		if end < 0 {
+			return -1
+		}
+		for end < len(toks) && toks[end].Text == "[" { // a subscript
+			if end = closing(toks, end, "[", "]"); end < 0 {
+				return -1
+			}
+		}
+		if end >= len(toks) || !arithmetic[toks[end].Text] {
+			return end
+		}
+		i = end + 1
+	}
+}
+
+var arithmetic = map[string]bool{"+": true, "-": true, "*": true, "/": true, "%": true}
+
+// atom is the end of the value starting at toks[i]: a literal, a name, a call, a typed literal,
+// a parenthesised expression or CASE ... END; -1 when none does.
+func atom(toks []sqltok.Token, i int) int {
+	if i >= len(toks) {
+		return -1
+	}
+	t := toks[i]
+	switch {
+	case t.Kind == sqltok.String || t.Kind == sqltok.Number || t.Kind == sqltok.Param:
+		return i + 1
+	case t.Text == "(":
+		return closing(toks, i, "(", ")")
+	case t.IsWord("case"):
+		depth := 0
+		for k := i; k < len(toks); k++ {
+			if toks[k].IsWord("case") {
+				depth++
+			} else if toks[k].IsWord("end") {
+				if depth--; depth == 0 {
+					return k + 1
+				}
+			}
+		}
+		return -1
+	case t.Kind == sqltok.Word && notValue[strings.ToLower(t.Text)]:
+		return -1
+	case t.Kind == sqltok.Word && i+1 < len(toks) && toks[i+1].Text == "(": // a call
+		return closing(toks, i+1, "(", ")")
+	case t.Kind == sqltok.Word && i+1 < len(toks) && toks[i+1].Kind == sqltok.String: // date '...'
+		return i + 2
+	case t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent: // a name, maybe dotted
+		for i+2 < len(toks) && toks[i+1].Text == "." && (toks[i+2].Kind == sqltok.Word || toks[i+2].Kind == sqltok.QuotedIdent) {
+			i += 2
+		}
+		return i + 1
+	}
+	return -1
+}
+
+// closing is the index after the bracket closing the one at toks[i].
+func closing(toks []sqltok.Token, i int, open, close string) int {
+	depth := 0
+	for k := i; k < len(toks); k++ {
+		switch toks[k].Text {
+		case open:
+			depth++
+		case close:
+			if depth--; depth == 0 {
+				return k + 1
+			}
+		}
+	}
+	return -1
+}
+
+// notValue are the words that start no value: clauses and operators.
+var notValue = map[string]bool{"select": true, "from": true, "where": true, "and": true, "or": true, "not": true,
+	"is": true, "as": true, "when": true, "then": true, "else": true, "end": true, "in": true, "like": true,
+	"between": true, "on": true, "join": true, "group": true, "order": true, "by": true, "having": true,
+	"limit": true, "offset": true, "union": true, "except": true, "intersect": true, "distinct": true, "all": true,
+	"exists": true, "with": true, "values": true, "set": true, "into": true, "escape": true, "over": true,
+	"partition": true, "asc": true, "desc": true, "fetch": true, "using": true}
