@@ -1,7 +1,8 @@
 // Package flightsql is the Arrow Flight SQL frontend: CommandStatementQuery through
 // GetFlightInfo and DoGet, statement updates, prepared statements (create, bind through DoPut,
-// execute, close), GetCatalogs, GetDbSchemas and GetTables, with Basic or bearer-token auth.
-// Results travel as the backend's own Arrow batches.
+// execute, close), GetCatalogs, GetDbSchemas and GetTables, with Basic or bearer-token auth;
+// keys and type info (keys.go, typeinfo.go); transactions and savepoints on a pinned engine
+// connection (txn.go, savepoints.go). Results travel as the backend's own Arrow batches.
 //
 // It serves gRPC and starts a goroutine per streamed result.
 //
