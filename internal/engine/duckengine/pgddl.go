@@ -43,6 +43,9 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 			}, true, err
 		}
 	}
+	if run, ok := pgDumpSequence(q); ok && strings.EqualFold(sqltok.FirstWord(q.Analysis().Tokens), "create") { // pgidentity.go
+		return run, true, nil
+	}
 	if run, ok, err := setConstraintsOutside(q); ok { // pgdeferred.go
 		return run, true, err
 	}
@@ -62,6 +65,15 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 		return run, true, nil
 	}
 	if strings.EqualFold(sqltok.FirstWord(q.Analysis().Tokens), "alter") {
+		if run, ok := addIdentity(q); ok { // pgidentity.go
+			return run, true, nil
+		}
+		if run, ok := pgDumpSequence(q); ok {
+			return run, true, nil
+		}
+		if run, ok := addTableKey(q); ok {
+			return run, true, nil
+		}
 		if a, ok := readRenameConstraint(q.SQL); ok {
 			return a.run, true, nil
 		}

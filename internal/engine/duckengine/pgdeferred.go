@@ -433,17 +433,26 @@ func (s *session) detach(ctx context.Context, schema, name string, keys []deferr
 // rebuildOne creates table schema.name again as ddl writes DuckDB's text of it, in the
 // client's transaction, the tables referencing it with it.
 func (s *session) rebuildOne(ctx context.Context, schema, name string, ddl func(string) string) error {
-	family, _, err := tableFamily(ctx, s.conn, schema, name)
+	stmts, err := rebuiltWith(ctx, s.conn, schema, name, ddl)
 	if err != nil {
 		return err
 	}
-	stmts := rebuildFamily(family, func(t familyTable) string {
+	return runAll(ctx, s.conn, stmts, true)
+}
+
+// rebuiltWith are the statements that create table schema.name again as ddl writes DuckDB's
+// text of it, the tables referencing it with it.
+func rebuiltWith(ctx context.Context, conn *sql.Conn, schema, name string, ddl func(string) string) ([]string, error) {
+	family, _, err := tableFamily(ctx, conn, schema, name)
+	if err != nil {
+		return nil, err
+	}
+	return rebuildFamily(family, func(t familyTable) string {
 		if strings.EqualFold(t.name, name) {
 			return ddl(t.ddl)
 		}
 		return t.ddl
-	}, func(_ familyTable, index string) string { return index }, func(t familyTable) string { return t.name })
-	return runAll(ctx, s.conn, stmts, true)
+	}, func(_ familyTable, index string) string { return index }, func(t familyTable) string { return t.name }), nil
 }
 
 // withoutKeys is ddl, DuckDB's CREATE TABLE, without the FOREIGN KEY elements of keys, and

@@ -53,6 +53,9 @@ func addForeignKey(q *query.Request) (run ownRun, handled bool, err error) {
 		declared.columns = append(declared.columns, tokenName(c))
 	}
 	ref := r.Name()
+	if len(ref) > len("public.") && strings.EqualFold(ref[:len("public.")], "public.") {
+		ref = "main." + ref[len("public."):] // pg_dump's public.t: DuckDB's main (pgschema.go)
+	}
 	clause := "FOREIGN KEY (" + strings.Join(cols, ", ") + ") REFERENCES " + ref
 	if r.Punct("(") {
 		refCols, ok := r.Names()
@@ -127,7 +130,7 @@ func deferrability(r *sqltok.Walker) (deferral byte, ok bool) {
 func (fk foreignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
 	schema, name := "", fk.table[len(fk.table)-1]
 	if len(fk.table) == 2 {
-		schema = fk.table[0]
+		schema = duckSchema(fk.table[0])
 	}
 	var ddl string
 	err := conn.QueryRowContext(ctx, `SELECT sql FROM duckdb_tables() WHERE database_name = current_database()

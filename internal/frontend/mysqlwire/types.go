@@ -55,7 +55,7 @@ func columnFor(f arrow.Field) column {
 		mf.Flag |= mysql.NOT_NULL_FLAG
 	}
 	mf.Flag |= keyFlags(f)
-	nameOrigin(mf, f)
+	tableColumn := nameOrigin(mf, f)
 	col := column{field: mf, arrow: f.Type}
 	col.extended, _ = f.Metadata.GetValue(mysqlengine.ExtendedMetadataKey)
 	setType := func(t uint8, length uint32) { mf.Type, mf.ColumnLength = t, length }
@@ -178,8 +178,16 @@ func columnFor(f arrow.Field) column {
 			mf.ColumnLength = n // the engine's display length
 		}
 	}
+	if tableColumn && tableNumberTypes[mf.Type] {
+		mf.Flag &^= mysql.BINARY_FLAG // as MariaDB flags a table's number (an expression's is BINARY)
+	}
 	return col
 }
+
+// tableNumberTypes are the types whose table columns MariaDB does not flag BINARY.
+var tableNumberTypes = map[uint8]bool{mysql.MYSQL_TYPE_TINY: true, mysql.MYSQL_TYPE_SHORT: true, mysql.MYSQL_TYPE_INT24: true,
+	mysql.MYSQL_TYPE_LONG: true, mysql.MYSQL_TYPE_LONGLONG: true, mysql.MYSQL_TYPE_FLOAT: true, mysql.MYSQL_TYPE_DOUBLE: true,
+	mysql.MYSQL_TYPE_NEWDECIMAL: true, mysql.MYSQL_TYPE_DECIMAL: true}
 
 // decimalLength is a DECIMAL's display length as MariaDB writes it: its digits, a sign, and a
 // point only when it has a scale (clients read the precision back from it: go-sql-driver's
@@ -221,14 +229,16 @@ func keyFlags(f arrow.Field) uint16 {
 
 // nameOrigin gives mf the database, table and original names of f's column where its engine
 // says them (engine.OriginOf), as MariaDB's column definition has them: an expression's are
-// all empty. A column whose engine says nothing keeps its name as its original name.
-func nameOrigin(mf *mysql.Field, f arrow.Field) {
+// all empty. A column whose engine says nothing keeps its name as its original name. It
+// reports whether the column is a table's.
+func nameOrigin(mf *mysql.Field, f arrow.Field) bool {
 	v, _ := f.Metadata.GetValue(engine.MetaColumnKey)
 	o, ok := engine.OriginOf(v)
 	if !ok {
-		return
+		return false
 	}
 	mf.Schema, mf.Table, mf.OrgTable, mf.OrgName = []byte(o.DB), []byte(o.Table), []byte(o.OrgTable), []byte(o.Column)
+	return o.Column != ""
 }
 
 // engineColumn gives a text or binary column a MySQL engine described (MetaMySQLColumn) the
