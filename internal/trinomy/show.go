@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/internal/trinoshow"
 )
 
 // Trino's SHOW CATALOGS, SHOW SCHEMAS [FROM catalog], SHOW TABLES [FROM [catalog.]schema],
@@ -23,7 +24,7 @@ func showSQL(sqlText string, s Session) (string, bool) {
 	if !describe && !r.Word("show") {
 		return "", false
 	}
-	var l listing
+	var l trinoshow.Listing
 	switch {
 	case describe || r.Word("columns") && (r.Word("from") || r.Word("in")):
 		parts := r.NameParts(true)
@@ -34,20 +35,20 @@ func showSQL(sqlText string, s Session) (string, bool) {
 		if len(parts) > 1 {
 			schema = parts[len(parts)-2]
 		}
-		l = listing{cols: "`Column`, `Type`, `Extra`, `Comment`", order: "ordinal_position",
-			inner: "SELECT column_name AS `Column`, " + trinoType + " AS `Type`, '' AS `Extra`, column_comment AS `Comment`, ordinal_position " +
+		l = trinoshow.Listing{Cols: "`Column`, `Type`, `Extra`, `Comment`", Order: "ordinal_position",
+			Inner: "SELECT column_name AS `Column`, " + trinoType + " AS `Type`, '' AS `Extra`, column_comment AS `Comment`, ordinal_position " +
 				"FROM information_schema.columns WHERE table_schema = " + schemaOr(schema) + " AND table_name = " + quote(parts[len(parts)-1])}
 	case r.Word("catalogs"):
 		catalog := s.Catalog
 		if catalog == "" {
 			catalog = defaultCatalog
 		}
-		l = listing{cols: "`Catalog`", inner: "SELECT " + quote(catalog) + " AS `Catalog`"}
+		l = trinoshow.Listing{Cols: "`Catalog`", Inner: "SELECT " + quote(catalog) + " AS `Catalog`"}
 	case r.Word("schemas"):
 		if parts, ok := from(r); ok && len(parts) != 1 {
 			return "", false
 		}
-		l = listing{cols: "`Schema`", inner: "SELECT schema_name AS `Schema` FROM information_schema.schemata"}
+		l = trinoshow.Listing{Cols: "`Schema`", Inner: "SELECT schema_name AS `Schema` FROM information_schema.schemata"}
 	case r.Word("tables"):
 		parts, _ := from(r)
 		if len(parts) > 2 {
@@ -57,11 +58,11 @@ func showSQL(sqlText string, s Session) (string, bool) {
 		if len(parts) > 0 {
 			schema = parts[len(parts)-1]
 		}
-		l = listing{cols: "`Table`", inner: "SELECT table_name AS `Table` FROM information_schema.tables WHERE table_schema = " + schemaOr(schema)}
+		l = trinoshow.Listing{Cols: "`Table`", Inner: "SELECT table_name AS `Table` FROM information_schema.tables WHERE table_schema = " + schemaOr(schema)}
 	default:
 		return "", false
 	}
-	return l.sql(r)
+	return l.SQL(r, showDialect)
 }
 
 // from reads FROM or IN and a possibly qualified name.
@@ -97,37 +98,6 @@ const trinoType = `CASE WHEN data_type IN ('tinyint', 'smallint', 'bigint', 'dat
 	`WHEN data_type LIKE '%blob' OR data_type IN ('binary', 'varbinary') THEN 'varbinary' ` +
 	`WHEN data_type = 'bit' AND numeric_precision = 1 THEN 'boolean' ELSE 'varchar' END`
 
-// listing is a SHOW statement's answer: cols selected from inner (the first filtered by the
-// statement's LIKE), in order (default: by the first).
-type listing struct{ cols, inner, order string }
-
-// sql reads an optional LIKE 'pattern' [ESCAPE 'c'] and the end of the statement.
-func (l listing) sql(r *sqltok.Walker) (string, bool) {
-	first, _, _ := strings.Cut(l.cols, ",")
-	where := ""
-	if r.Word("like") {
-		pattern := r.Peek()
-		if pattern.Kind != sqltok.String {
-			return "", false
-		}
-		r.Next()
-		where = " WHERE " + first + " LIKE BINARY " + strings.ReplaceAll(pattern.Text, `\`, `\\`)
-		if r.Word("escape") {
-			esc := r.Peek()
-			if esc.Kind != sqltok.String {
-				return "", false
-			}
-			r.Next()
-			where += " ESCAPE " + strings.ReplaceAll(esc.Text, `\`, `\\`)
-		}
-	}
-	r.Punct(";")
-	if r.More() {
-		return "", false
-	}
-	order := l.order
-	if order == "" {
-		order = first
-	}
-	return "SELECT " + l.cols + " FROM (" + l.inner + ") AS s" + where + " ORDER BY " + order, true
-}
+// showDialect: MariaDB reads a backslash in a string as an escape, Trino as itself; LIKE
+// BINARY is case-sensitive as Trino's LIKE.
+var showDialect = trinoshow.Dialect{Like: "LIKE BINARY", Literal: func(s string) string { return strings.ReplaceAll(s, `\`, `\\`) }}

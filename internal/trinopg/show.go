@@ -1,10 +1,10 @@
 package trinopg
 
 import (
-	"cmp"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/internal/trinoshow"
 )
 
 // Trino's SHOW CATALOGS, SHOW SCHEMAS [FROM catalog], SHOW TABLES [FROM [catalog.]schema],
@@ -24,7 +24,7 @@ func showSQL(sqlText string, s Session) (string, bool, error) {
 	if !describe && !r.Word("show") {
 		return "", false, nil
 	}
-	var l listing
+	var l trinoshow.Listing
 	switch {
 	case describe || r.Word("columns") && (r.Word("from") || r.Word("in")):
 		parts := r.NameParts(true)
@@ -39,7 +39,7 @@ func showSQL(sqlText string, s Session) (string, bool, error) {
 		}
 		l = showColumns(s.schemaOr(parts[:len(parts)-1]), parts[len(parts)-1])
 	case r.Word("catalogs"):
-		l = listing{cols: `"Catalog"`, inner: `SELECT current_database()::text AS "Catalog"`}
+		l = trinoshow.Listing{Cols: `"Catalog"`, Inner: `SELECT current_database()::text AS "Catalog"`}
 	case r.Word("schemas"):
 		if parts, ok := from(r); ok {
 			if len(parts) != 1 {
@@ -49,7 +49,7 @@ func showSQL(sqlText string, s Session) (string, bool, error) {
 				return "", false, err
 			}
 		}
-		l = listing{cols: `"Schema"`, inner: `SELECT nspname::text AS "Schema" FROM pg_namespace
+		l = trinoshow.Listing{Cols: `"Schema"`, Inner: `SELECT nspname::text AS "Schema" FROM pg_namespace
 			WHERE nspname NOT LIKE 'pg\_%' OR nspname = 'pg_catalog'`}
 	case r.Word("tables"):
 		parts, _ := from(r)
@@ -62,12 +62,12 @@ func showSQL(sqlText string, s Session) (string, bool, error) {
 			}
 			parts = parts[1:]
 		}
-		l = listing{cols: `"Table"`, inner: `SELECT relname::text AS "Table" FROM pg_class
+		l = trinoshow.Listing{Cols: `"Table"`, Inner: `SELECT relname::text AS "Table" FROM pg_class
 			WHERE relkind IN ('r', 'p', 'v', 'm', 'f') AND relnamespace = ` + namespaceOf(s.schemaOr(parts))}
 	default:
 		return "", false, nil
 	}
-	out, ok := l.sql(r)
+	out, ok := l.SQL(r, showDialect)
 	return out, ok, nil
 }
 
@@ -105,13 +105,13 @@ func namespaceOf(schema string) string {
 
 // showColumns lists a table's columns in their order; a table that does not exist fails as a
 // query of it does.
-func showColumns(schema, table string) listing {
+func showColumns(schema, table string) trinoshow.Listing {
 	rel := quoteIdent(table)
 	if schema != "" {
 		rel = quoteIdent(schema) + "." + rel
 	}
-	return listing{cols: `"Column", "Type", "Extra", "Comment"`, order: "attnum",
-		inner: `SELECT a.attname::text AS "Column", ` + trinoType + ` AS "Type", ''::text AS "Extra", ` +
+	return trinoshow.Listing{Cols: `"Column", "Type", "Extra", "Comment"`, Order: "attnum",
+		Inner: `SELECT a.attname::text AS "Column", ` + trinoType + ` AS "Type", ''::text AS "Extra", ` +
 			`coalesce(col_description(a.attrelid, a.attnum), '') AS "Comment", a.attnum ` +
 			`FROM pg_attribute a CROSS JOIN LATERAL (SELECT format_type(a.atttypid, a.atttypmod) AS whole) f ` +
 			`CROSS JOIN LATERAL (SELECT regexp_replace(f.whole, '(\[\])+$', '') AS t) d ` +
@@ -136,36 +136,8 @@ const scalarType = `CASE WHEN d.t IN ('integer', 'smallint', 'bigint', 'real', '
 // digits is d.t's precision in parentheses, PostgreSQL's default (6) when it names none.
 const digits = `coalesce(substring(d.t from '\(\d\)'), '(6)')`
 
-// listing is a SHOW statement's answer: cols selected from inner (the first filtered by the
-// statement's LIKE), in order (default: by the first).
-type listing struct{ cols, inner, order string }
-
-// sql reads an optional LIKE 'pattern' [ESCAPE 'c'] and the end of the statement.
-func (l listing) sql(r *sqltok.Walker) (string, bool) {
-	first, _, _ := strings.Cut(l.cols, ",")
-	where := ""
-	if r.Word("like") {
-		pattern := r.Peek()
-		if pattern.Kind != sqltok.String {
-			return "", false
-		}
-		r.Next()
-		where = " WHERE " + first + " LIKE " + pattern.Text
-		if r.Word("escape") {
-			esc := r.Peek()
-			if esc.Kind != sqltok.String {
-				return "", false
-			}
-			r.Next()
-			where += " ESCAPE " + esc.Text
-		}
-	}
-	r.Punct(";")
-	if r.More() {
-		return "", false
-	}
-	return "SELECT " + l.cols + " FROM (" + l.inner + ") AS s" + where + " ORDER BY " + cmp.Or(l.order, first), true
-}
+// showDialect: PostgreSQL reads a Trino string literal as written; its LIKE is case-sensitive.
+var showDialect = trinoshow.Dialect{Like: "LIKE", Literal: func(s string) string { return s }}
 
 // quoteIdent quotes a name as PostgreSQL reads it; an unquoted Trino name is lower case.
 func quoteIdent(name string) string {
