@@ -103,6 +103,13 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	for k, v := range spec.Options {
 		settings[k] = v
 	}
+	if strings.EqualFold(settings["access_mode"], "read_only") {
+		// DuckDB refuses every in-memory database in a read-only instance, and the catalogs
+		// PostgreSQL, MySQL and Trino clients read live in one.
+		return nil, fmt.Errorf("duckengine %q: options.access_mode READ_ONLY is not supported: the engine keeps its client "+
+			"catalogs in an in-memory database, which DuckDB refuses in read-only mode; open the file read-write (one "+
+			"process at a time) or give each worker a copy", spec.Name)
+	}
 	locked, err := strconv.ParseBool(settings[settingLockConfig])
 	if err != nil {
 		return nil, fmt.Errorf("duckengine %q: options.%s %q is not a boolean", spec.Name, settingLockConfig, settings[settingLockConfig])
