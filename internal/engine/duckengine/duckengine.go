@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -69,7 +70,8 @@ type Engine struct {
 // connSetup is what each new connection of one opened database runs first.
 type connSetup struct {
 	// catalog is the name an in-memory database is attached under (the cluster's database,
-	// else its name), so current_database() says what the client connected to; "" for a file.
+	// else its name), so current_database() says what the client connected to, or a file
+	// attached read-only (its base name); "" for a file opened read-write.
 	catalog string
 	// searchPath is every connection's: the database's main schema, then the schema holding
 	// the catalog compatibility objects (catalog.go).
@@ -103,12 +105,17 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	for k, v := range spec.Options {
 		settings[k] = v
 	}
-	if strings.EqualFold(settings["access_mode"], "read_only") {
-		// DuckDB refuses every in-memory database in a read-only instance, and the catalogs
-		// PostgreSQL, MySQL and Trino clients read live in one.
-		return nil, fmt.Errorf("duckengine %q: options.access_mode READ_ONLY is not supported: the engine keeps its client "+
-			"catalogs in an in-memory database, which DuckDB refuses in read-only mode; open the file read-write (one "+
-			"process at a time) or give each worker a copy", spec.Name)
+	// A file opened read-only (several processes may then share it) is attached read-only
+	// to an in-memory instance: DuckDB refuses every in-memory database in a read-only one,
+	// and the catalogs PostgreSQL, MySQL and Trino clients read live in one. Locking the
+	// configuration and closing external access wait until the file is attached.
+	var late []string
+	readOnlyFile := ""
+	if path != "" && strings.EqualFold(settings["access_mode"], "read_only") {
+		readOnlyFile = path
+		late = []string{"SET " + settingExternalAccess + " = " + settings[settingExternalAccess],
+			"SET " + settingLockConfig + " = " + settings[settingLockConfig]}
+		delete(settings, "access_mode")
 	}
 	locked, err := strconv.ParseBool(settings[settingLockConfig])
 	if err != nil {
@@ -116,7 +123,9 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	}
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
-		keys = append(keys, k)
+		if readOnlyFile == "" || k != settingExternalAccess && k != settingLockConfig {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	q := url.Values{}
@@ -130,6 +139,11 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	e := &Engine{name: spec.Name, locked: locked, reopen: reopener{
 		dsn: path + "?" + q.Encode(), endpoint: spec.Endpoint, database: cmp.Or(spec.Database, spec.Name),
 		inMemory: path == "", conns: conns}}
+	if readOnlyFile != "" {
+		// Named as DuckDB names a file it opens: its base name without the extension.
+		e.reopen.dsn, e.reopen.readOnlyFile, e.reopen.late = "?"+q.Encode(), readOnlyFile, late
+		e.reopen.database = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
 	db, err := e.openDB()
 	if err != nil {
 		return nil, err
@@ -145,7 +159,7 @@ func (e *Engine) openDB() (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("duckengine %q: open %q: %w", e.name, e.reopen.endpoint, err)
 	}
-	if err := cs.setup(connector, e.reopen.database, e.reopen.inMemory); err != nil {
+	if err := cs.setup(connector, &e.reopen); err != nil {
 		_ = connector.Close()
 		return nil, fmt.Errorf("duckengine %q: %w", e.name, err)
 	}
@@ -160,7 +174,8 @@ func (e *Engine) openDB() (*sql.DB, error) {
 // setup prepares the database before any client connects: an in-memory database is attached
 // under name (the one every connection uses), and the catalog compatibility objects are created
 // in an in-memory catalog of their own (compatCatalog), whatever the database.
-func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bool) error {
+func (cs *connSetup) setup(connector *duckdb.Connector, r *reopener) error {
+	name, attached := r.database, r.inMemory || r.readOnlyFile != ""
 	if err := registerScalars(connector); err != nil {
 		return err
 	}
@@ -174,15 +189,19 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 		return err
 	}
 	for _, db := range []string{name, compatCatalog} {
-		if db == name && !inMemory {
+		if db == name && !attached {
 			continue
 		}
-		if err := exec("ATTACH ':memory:' AS " + quoteIdent(db)); err != nil {
-			return fmt.Errorf("attach an in-memory database as %q: %w", db, err)
+		attach := "ATTACH ':memory:' AS " + quoteIdent(db)
+		if db == name && r.readOnlyFile != "" {
+			attach = "ATTACH '" + strings.ReplaceAll(r.readOnlyFile, "'", "''") + "' AS " + quoteIdent(db) + " (READ_ONLY)"
+		}
+		if err := exec(attach); err != nil {
+			return fmt.Errorf("attach %q: %w", db, err)
 		}
 	}
 	home := name
-	if !inMemory {
+	if !attached {
 		if home, err = currentDatabase(dc); err != nil {
 			return err
 		}
@@ -199,6 +218,11 @@ func (cs *connSetup) setup(connector *duckdb.Connector, name string, inMemory bo
 		s = strings.NewReplacer("{c}", quoteIdent(compatCatalog), "{hidden}", hidden, "{declared}", declared).Replace(s)
 		if err := exec(s); err != nil {
 			return fmt.Errorf("catalog compatibility: %w", err)
+		}
+	}
+	for _, s := range r.late {
+		if err := exec(s); err != nil {
+			return err
 		}
 	}
 	cs.searchPath = quoteIdent(home) + ".main," + quoteIdent(compatCatalog) + ".main"

@@ -46,25 +46,46 @@ func declaredSetupSQL(qualifier string) []string {
 }
 
 // setupDeclared creates the catalog in the database home, or, where that database cannot be
-// written (a file opened read-only), an empty one in the compatibility catalog, and returns its
-// qualifier for the catalog views.
+// written (a file attached read-only), reads home's catalog through views in the compatibility
+// catalog (an empty catalog there when home has none), and returns its qualifier for the
+// catalog views.
 func setupDeclared(exec func(string) error, home string) (string, error) {
 	qualifier := quoteIdent(home) + "." + declaredSchema
+	written := true
 	for _, s := range declaredSetupSQL(qualifier) {
 		if err := exec(s); err != nil {
-			qualifier = quoteIdent(compatCatalog) + "." + declaredSchema
+			written = false
 			break
 		}
 	}
-	if !strings.HasPrefix(qualifier, quoteIdent(compatCatalog)) {
+	if written {
 		return qualifier, nil
 	}
-	for _, s := range declaredSetupSQL(qualifier) {
+	compat := quoteIdent(compatCatalog) + "." + declaredSchema
+	if readDeclaredThroughViews(exec, qualifier, compat) {
+		return compat, nil
+	}
+	for _, s := range declaredSetupSQL(compat) {
 		if err := exec(s); err != nil {
 			return "", fmt.Errorf("catalog compatibility: %w", err)
 		}
 	}
-	return qualifier, nil
+	return compat, nil
+}
+
+// readDeclaredThroughViews makes compat's catalog views of a read-only home's (from): a file
+// written before a column was added to the catalog (constraints.deferral) reads it as NULL,
+// as the ADD COLUMN that cannot run there would have left it. rowid is kept: MySQL clients'
+// views number constraints by it. False when home has no catalog.
+func readDeclaredThroughViews(exec func(string) error, from, compat string) bool {
+	if exec("CREATE SCHEMA IF NOT EXISTS "+compat) != nil ||
+		exec("CREATE OR REPLACE VIEW "+compat+".columns AS SELECT rowid AS rowid, * FROM "+from+".columns") != nil {
+		return false
+	}
+	view := "CREATE OR REPLACE VIEW " + compat + ".constraints AS SELECT rowid AS rowid, " +
+		"schema_name, table_name, kind, columns, name, on_delete, on_update, "
+	return exec(view+"deferral FROM "+from+".constraints") == nil ||
+		exec(view+"NULL::VARCHAR AS deferral FROM "+from+".constraints") == nil
 }
 
 // declaredColumn is a column and PostgreSQL's type of it.

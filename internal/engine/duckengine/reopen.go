@@ -25,6 +25,10 @@ type reopener struct {
 	database string
 	inMemory bool
 	conns    int
+	// readOnlyFile is the file attached read-only (access_mode READ_ONLY) as database, and
+	// late the settings applied once it is attached.
+	readOnlyFile string
+	late         []string
 
 	mu      sync.Mutex  // one reopen at a time
 	invalid atomic.Bool // a fatal error was seen on the current database
