@@ -771,6 +771,8 @@ func missingState(t duckdb.ErrorType, msg string) string {
 			return sqlstate.InvalidCatalogName
 		case strings.HasPrefix(msg, "Invalid Input Error: Schema '") && strings.HasSuffix(msg, "' does not exist"):
 			return sqlstate.InvalidSchemaName
+		case strings.Contains(msg, "which is attached in read-only mode"): // a file opened read-only
+			return sqlstate.ReadOnlySQLTransaction
 		}
 	case duckdb.ErrorTypeBinder:
 		if strings.Contains(msg, "No function matches") || strings.Contains(msg, "Cannot compare values of type") {

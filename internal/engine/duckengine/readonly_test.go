@@ -2,13 +2,14 @@ package duckengine_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
 // TestReadOnlyFileIsSharedAndKeepsItsCatalog: a database file opened with access_mode
@@ -42,8 +43,9 @@ func TestReadOnlyFileIsSharedAndKeepsItsCatalog(t *testing.T) {
 			if got := pgValue(t, e, "SELECT conname FROM pg_constraint WHERE contype = 'p'"); got != "t_key" {
 				t.Errorf("old %v, %s reader: the primary key's name %q, want t_key", old, name, got)
 			}
-			if err := pgErr(e, "INSERT INTO t VALUES (2, 'b')"); err == nil || !strings.Contains(err.Error(), "read-only") {
-				t.Errorf("old %v, %s reader: an INSERT: %v, want refused as read-only", old, name, err)
+			var qe *query.Error
+			if err := pgErr(e, "INSERT INTO t VALUES (2, 'b')"); !errors.As(err, &qe) || qe.Code != sqlstate.ReadOnlySQLTransaction {
+				t.Errorf("old %v, %s reader: an INSERT: %v, want refused as read-only (25006)", old, name, err)
 			}
 			var access, locked string
 			err := e.(*duckengine.Engine).DB().QueryRow("SELECT current_setting('enable_external_access')::text, "+
