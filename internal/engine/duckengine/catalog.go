@@ -1013,7 +1013,7 @@ func (w *compatWriter) step() {
 		key = name // "pg_views", "information_schema"."tables" (TypeORM quotes every name): the same to PostgreSQL
 	}
 	// Unqualified, in FROM (SQLAlchemy's reflection): PostgreSQL finds pg_catalog's first.
-	if extendedRelations[key] && isFromItem(w.word(w.prevSig(w.i))) {
+	if extendedRelations[key] && w.fromItemAt(w.i) {
 		if next := w.word(w.sig(w.i+1, 0)); next != "." && next != "(" {
 			w.relation(w.i)
 			return
@@ -1049,7 +1049,7 @@ func (w *compatWriter) step() {
 			w.i = name + 1
 			return
 		}
-		if w.word(name) == "pg_partition_ancestors" && isFromItem(w.word(w.prevSig(w.i))) {
+		if w.word(name) == "pg_partition_ancestors" && w.fromItemAt(w.i) {
 			w.emit(compatPrefix + "qf_partition_ancestors") // the set of them, in FROM (psql's trigger query)
 			w.i = name + 1
 			return
@@ -1121,7 +1121,7 @@ func (w *compatWriter) step() {
 			return
 		}
 	case "generate_series", "unnest":
-		if prev := w.word(w.prevSig(w.nameStart(w.i))); isFromItem(prev) && (prev != "," || w.inFromList(w.i)) {
+		if w.fromItemAt(w.nameStart(w.i)) {
 			if w.postgres && w.word(w.i) == "unnest" && w.zippedUnnest() { // pgunnest.go
 				return
 			}
@@ -1544,19 +1544,38 @@ func (w *compatWriter) replaceLiteral(s string) {
 // isFromItem reports whether what follows the word prev is a FROM item (not, for the "," of a
 // select list, always: a catalog relation or a set-returning function named there is taken as
 // one).
-// inFromList reports whether the token at i follows a FROM rather than a SELECT: a comma
-// before it separates FROM items, not select-list items (pg_dump's SELECT rolname,
-// unnest(setconfig) FROM ...).
+// inFromList reports whether the token at i follows a FROM rather than a SELECT at its own
+// depth of parentheses: a comma before it separates FROM items, not select-list items (pg_dump's
+// SELECT rolname, unnest(setconfig) FROM ...; SELECT 1, current_schema() FROM t), and a
+// subquery's FROM before it is not its statement's.
 func (w *compatWriter) inFromList(i int) bool {
+	depth := 0
 	for j := w.prevSig(i); j >= 0; j = w.prevSig(j) {
 		switch w.word(j) {
+		case ")":
+			depth++
+		case "(":
+			if depth--; depth < 0 {
+				return false
+			}
 		case "from":
-			return true
+			if depth == 0 {
+				return true
+			}
 		case "select":
-			return false
+			if depth == 0 {
+				return false
+			}
 		}
 	}
 	return false
+}
+
+// fromItemAt reports whether the token at i starts a FROM item: after FROM, JOIN, LATERAL, or
+// a comma of a FROM list.
+func (w *compatWriter) fromItemAt(i int) bool {
+	prev := w.word(w.prevSig(i))
+	return isFromItem(prev) && (prev != "," || w.inFromList(i))
 }
 
 func isFromItem(prev string) bool {

@@ -94,7 +94,7 @@ func (w *compatWriter) applicationName(name, end int) bool {
 // only table functions) as a one-row subquery.
 func (w *compatWriter) scalarFromItem() bool {
 	name := w.word(w.i)
-	if name != "current_schema" && name != "current_database" || !isFromItem(w.word(w.prevSig(w.i))) {
+	if name != "current_schema" && name != "current_database" || !w.fromItemAt(w.i) {
 		return false
 	}
 	open := w.sig(w.i+1, 0)

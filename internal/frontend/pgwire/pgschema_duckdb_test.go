@@ -67,6 +67,9 @@ func TestPublicSchemaAsPostgreSQL(t *testing.T) {
 		`SELECT current_schema, current_schema() AS s, array_to_string(current_schemas(false), ',') AS path,
 			array_to_string(current_schemas(true), ',') AS implicit`,
 		`SELECT * FROM current_schema()`,
+		`SELECT 1, current_schema() FROM public.qf_items LIMIT 1`, // a select item, not a FROM item
+		`SELECT (SELECT 1 FROM public.qf_items LIMIT 1), current_schema() FROM public.qf_items LIMIT 1`,
+		`SELECT count(*), max(s) FROM public.qf_items, current_schema() s`,
 		`SELECT count(*) FROM public.qf_items`,
 		`SELECT a FROM public.qf_plain ORDER BY a`,
 		`SELECT array_position(pg_catalog.current_schemas(true), n.nspname) AS pos FROM pg_namespace n WHERE nspname = 'public'`,
