@@ -301,6 +301,9 @@ func (w keyWrite) probe(ctx context.Context, s *session, schema string, keys []d
 	if w.after >= end || isWord(w.toks[w.after], "as") || isWord(w.toks[w.after], "default") {
 		return isWord(w.toks[w.after], "as"), nil
 	}
+	if callsVolatile(w.toks[w.after:end]) {
+		return true, nil // the probe would run nextval() or random() once more than the client asked
+	}
 	source := w.sqlText[w.toks[w.after].Pos : w.toks[end-1].Pos+len(w.toks[end-1].Text)]
 	const probe = "temp.main.qf_deferred_probe"
 	stmts := []string{"CREATE OR REPLACE TEMPORARY TABLE qf_deferred_probe AS SELECT * FROM " + qualified(schema, w.table) + " LIMIT 0"}
@@ -319,6 +322,20 @@ func (w keyWrite) probe(ctx context.Context, s *session, schema string, keys []d
 		}
 	}
 	return false, nil
+}
+
+// volatileFunctions change something or answer anew each call: a probe must not call them.
+var volatileFunctions = []string{"nextval", "setval", "random", "gen_random_uuid", "uuid", "uuidv4", "uuidv7", "random_uuid",
+	"txid_current", "pg_advisory_lock", "pg_advisory_xact_lock", "pg_sleep"}
+
+// callsVolatile reports whether toks call one of volatileFunctions.
+func callsVolatile(toks []sqltok.Token) bool {
+	for i := 0; i+1 < len(toks); i++ {
+		if toks[i].Kind == sqltok.Word && toks[i+1].Text == "(" && slices.ContainsFunc(volatileFunctions, func(f string) bool { return isWord(toks[i], f) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // updateProbe reports whether an UPDATE may set a key column of keys to a value referencing

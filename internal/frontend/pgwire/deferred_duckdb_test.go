@@ -94,5 +94,13 @@ func TestDeferredKeysCheckedAtCommitAsPostgreSQL(t *testing.T) {
 	if after := rowsText(duck, oids); after != before {
 		t.Errorf("the tables were created again: %s, then %s", before, after)
 	}
+	// a row whose values call nextval() is not probed (the probe would take a number too)
+	execBoth(t, pg, duck, `create sequence df_seq start 100`)
+	sameSteps(t, pg, duck, state,
+		oracleStep{"begin", nil},
+		oracleStep{"insert into df_book values (nextval('df_seq'), 1, 'nine')", nil},
+		oracleStep{"commit", nil},
+		oracleStep{"select nextval('df_seq')", nil},
+	)
 	t.Log(state(pg))
 }
