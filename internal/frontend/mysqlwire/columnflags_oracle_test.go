@@ -1,6 +1,7 @@
 package mysqlwire
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -63,26 +64,8 @@ func TestColumnFlagsAsMariaDB(t *testing.T) {
 	}
 	want := columnFlags(t, cfg.Addr, cfg.User, cfg.Passwd, maria.dbName)
 	t.Logf("MariaDB: %q", want)
-	duck, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { duck.Close() })
-	duckAddr := serveCore(t, "duck", duck, coreSetup{}).addr
-	duckDB := openDB(t, duckAddr, testUser, "", "", "")
-	for _, q := range columnFlagsDDL {
-		if _, err := duckDB.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	arrow := coreServer(t, coreSetup{noPassthrough: true})
-	for _, q := range columnFlagsDDL {
-		if _, err := arrow.direct.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	pg := pgCluster(t, columnFlagsPG...)
-	targets := map[string]*coreFixture{"MariaDB relayed": maria, "MariaDB by Arrow": arrow, "DuckDB": {addr: duckAddr}, "PostgreSQL": pg}
+	duck, arrow, pg := unrelayedTargets(t, columnFlagsDDL, columnFlagsPG)
+	targets := map[string]*coreFixture{"MariaDB relayed": maria, "MariaDB by Arrow": arrow, "DuckDB": duck, "PostgreSQL": pg}
 	for name, f := range targets {
 		got := columnFlags(t, f.addr, testUser, "", f.dbName)
 		for i := range want {
@@ -127,4 +110,26 @@ func columnFlags(t *testing.T, addr, user, password, db string) []string {
 		st.Close()
 	}
 	return out
+}
+
+// unrelayedTargets serves the targets of a MySQL oracle test that are not MariaDB relayed, each
+// with ddl run (pgDDL on PostgreSQL): the embedded DuckDB, MariaDB by Arrow, PostgreSQL.
+func unrelayedTargets(t *testing.T, ddl, pgDDL []string) (duck, arrow, pg *coreFixture) {
+	t.Helper()
+	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	duck = &coreFixture{addr: serveCore(t, "duck", eng, coreSetup{}).addr}
+	duckDB := openDB(t, duck.addr, testUser, "", "", "")
+	arrow = coreServer(t, coreSetup{noPassthrough: true})
+	for _, db := range []*sql.DB{duckDB, arrow.direct} {
+		for _, q := range ddl {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(q, err)
+			}
+		}
+	}
+	return duck, arrow, pgCluster(t, pgDDL...)
 }

@@ -11,9 +11,6 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	gomysql "github.com/go-sql-driver/mysql"
-
-	"github.com/queryflux/queryflux/internal/engine"
-	"github.com/queryflux/queryflux/internal/engine/duckengine"
 )
 
 // surveyDDL is the survey's table in MySQL's DDL; surveyPG in PostgreSQL's.
@@ -105,31 +102,13 @@ func surveyTargets(t *testing.T) surveyTargetSet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	duck, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { duck.Close() })
-	duckAddr := serveCore(t, "duck", duck, coreSetup{}).addr
-	duckDB := openDB(t, duckAddr, testUser, "", "", "")
-	for _, q := range surveyDDL {
-		if _, err := duckDB.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	arrow := coreServer(t, coreSetup{noPassthrough: true})
-	for _, q := range surveyDDL {
-		if _, err := arrow.direct.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	pg := pgCluster(t, surveyPG...)
+	duck, arrow, pg := unrelayedTargets(t, surveyDDL, surveyPG)
 	return surveyTargetSet{
 		maria: surveyTarget{"MariaDB", cfg.Addr, cfg.User, cfg.Passwd, maria.dbName},
 		proxied: []surveyTarget{
 			{"relayed to MariaDB", maria.addr, testUser, "", maria.dbName},
 			{"MariaDB by Arrow", arrow.addr, testUser, "", arrow.dbName},
-			{"DuckDB", duckAddr, testUser, "", ""},
+			{"DuckDB", duck.addr, testUser, "", ""},
 			{"PostgreSQL", pg.addr, testUser, "", pg.dbName},
 		},
 	}
