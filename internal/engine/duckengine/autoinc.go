@@ -282,6 +282,23 @@ func argValue(a any) (explicit int64, generate, ok bool) {
 		return a, a == 0, true
 	case int:
 		return int64(a), a == 0, true
+	case int32:
+		return int64(a), a == 0, true
+	case int16:
+		return int64(a), a == 0, true
+	case int8:
+		return int64(a), a == 0, true
+	case uint32:
+		return int64(a), a == 0, true
+	case uint16:
+		return int64(a), a == 0, true
+	case uint8:
+		return int64(a), a == 0, true
+	case float64: // a JavaScript client's number
+		if a != math.Trunc(a) || math.Abs(a) > 1<<53 {
+			return 0, false, false
+		}
+		return int64(a), a == 0, true
 	case uint64:
 		if a > math.MaxInt64 {
 			return 0, false, false

@@ -466,6 +466,14 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		}
 		return e.advisory.run(ctx, call, q, false)
 	}
+	if maybeRowUpsert(q) { // a statement of its own transaction, on a session's one connection (mysqlupsertrows.go)
+		s, err := e.OpenSession(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		return s.Execute(ctx, q)
+	}
 	q, err := copyOutQuery(q)
 	if err != nil {
 		return nil, err

@@ -68,6 +68,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if call, ok, err := readAdvisory(q); ok {
 		return s.runAdvisory(ctx, call, q, err)
 	}
+	if rows, handled, err := s.upsertByRows(ctx, q); handled { // mysqlupsertrows.go
+		return rows, err
+	}
 	q, err := copyOutQuery(q)
 	if err != nil {
 		return nil, err
