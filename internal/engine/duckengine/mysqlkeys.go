@@ -81,6 +81,7 @@ func cachedColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) []t
 		return k.cols
 	}
 	gen := c.gen.Load()
+	c.reads.Add(1)
 	cols := tableColumnKeys(ctx, conn, db, table)
 	if cols != nil {
 		c.put(t, tableKeys{gen: gen, cols: cols})
