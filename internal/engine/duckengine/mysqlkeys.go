@@ -58,7 +58,7 @@ func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []st
 		case at >= 0:
 			out = append(out, keyOf(cols[at]))
 		case sel.counts[i]:
-			out = append(out, engine.WithOrigin(engine.KeyNotNull, engine.ColumnOrigin{}))
+			out = append(out, engine.WithOrigin(engine.KeyNotNull+" "+engine.KeyCount, engine.ColumnOrigin{}))
 		default:
 			out = append(out, engine.WithOrigin("", engine.ColumnOrigin{}))
 		}
