@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -37,8 +38,8 @@ settings: {security: {trustLoopback: true}}
 }
 
 // TestOneDuckDBFileBehindTwoDaemons: what a pool of workers sharing one DuckDB file does. A
-// daemon opens the file read-write and psql creates a table in it; once it stops, two daemons
-// open the file with access_mode READ_ONLY at the same time (DuckDB lets several processes
+// daemon opens the file read-write and psql creates a table in it; once it stops, the file is
+// copied alone (its writes checkpointed into it on the stop), and two daemons open the copy with access_mode READ_ONLY at the same time (DuckDB lets several processes
 // read a file, only one write it). Each serves the rows and the declared types to psql and to
 // the mariadb client; a write is refused on each wire with the read-only transaction's code
 // (25006; 1792, as MariaDB's READ ONLY transaction); and a daemon that would open the file
@@ -52,6 +53,19 @@ func TestOneDuckDBFileBehindTwoDaemons(t *testing.T) {
 		"-c", "create table items (id int primary key, name varchar(20) not null, price numeric(10,2) default 0)",
 		"-c", "insert into items values (1, 'apple', 1.50), (2, 'pear', 2.25)")
 	writer.Stop(t)
+	// What an operator does next: copy the file elsewhere (a volume for the pool of readers).
+	// The daemon checkpointed it when it stopped; a WAL left beside it would hold the table.
+	if _, err := os.Stat(file + ".wal"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the daemon stopped with a WAL beside its DuckDB file (%v): a copy of the file alone misses committed writes", err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file = filepath.Join(t.TempDir(), "shared.duckdb")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	for i := range 2 {
 		cfg, pg, my := duckFileConfig(t, file, "access_mode: READ_ONLY")
