@@ -214,3 +214,14 @@ func TestHiddenInformationSchemaColumnsOnPostgres(t *testing.T) {
 		t.Fatalf("comment and extra_info: %s", got)
 	}
 }
+
+// X'0102ff' is Trino's varbinary literal: its bytes on PostgreSQL (which reads X'..' as a bit
+// string), as trino-go-client reads a varbinary.
+func TestBinaryLiteralOnPostgres(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
+	var b []byte
+	if err := db.QueryRow("select x'0102ff'").Scan(&b); err != nil || string(b) != "\x01\x02\xff" {
+		t.Fatalf("x'0102ff': %q, %v", b, err)
+	}
+}
