@@ -65,8 +65,16 @@ func TestTransactionReachesItsWorkerBehindABalancer(t *testing.T) {
 	dir := &livePeers{}
 	var servers []*testServer
 	for _, name := range []string{"w1", "w2"} {
+		advertised := func() map[string]string { // what the directory lists for this worker
+			for _, p := range dir.Peers() {
+				if p.Name == name {
+					return p.Endpoints
+				}
+			}
+			return nil
+		}
 		fwd, err := forward.New(forward.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Name: name, Secret: secret,
-			Directory: dir, Client: forward.NewClient(nil)})
+			Directory: dir, Client: forward.NewClient(nil), Advertised: advertised})
 		if err != nil {
 			t.Fatal(err)
 		}
