@@ -356,6 +356,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
+	fields = mysqlNames(q, fields)
 	sh, err := e.shapes.of(fields, e.columnKeys(ctx, q, fields))
 	if err != nil {
 		stop()
