@@ -286,6 +286,21 @@ func TestIngestInATransaction(t *testing.T) {
 					t.Fatal("a temporary table outlived its transaction")
 				}
 			}
+
+			// A temporary table replaced never reaches a permanent one of its name.
+			tx, err = c.BeginTransaction(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			temp = ingestOpts("loaded", create, replace)
+			temp.Temporary, temp.TransactionId = true, tx.ID()
+			if n, err := ingest(ctx, c, temp, ingestBatch(1, 1)); err != nil || n != 1 {
+				t.Fatalf("temporary replace in a transaction: %d, %v", n, err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			checkReadBack(t, ctx, c, spec, "loaded", 1, 2, 3)
 		})
 	}
 }
