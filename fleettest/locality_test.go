@@ -316,9 +316,9 @@ func slowSQL(k int) string {
 	return fmt.Sprintf("SELECT %d AS q, count(*) AS n FROM generate_series(1, 100000000)", k)
 }
 
-// An owner SIGKILLed while it runs a query a peer forwarded to it: the client of the peer gets a
-// clear error at once (the query may have run on the owner, so it does not run again), the peer
-// never held a capacity slot for it, and the next query runs on the peer.
+// An owner SIGKILLed while it runs a query a peer forwarded to it, before any of its answer came
+// back: the query (a cacheable read) runs on the peer, which takes one capacity slot for it, and
+// the client gets its answer, no error; the next query runs on the peer too.
 func TestPreferredOwnerKilledMidForward(t *testing.T) {
 	pf := newPeerFleet(t, peerFleetOptions{cap: 2, groups: localityGroups, workers: withFrontends(2, "postgres")})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -353,16 +353,17 @@ func TestPreferredOwnerKilledMidForward(t *testing.T) {
 		var err error
 		select {
 		case err = <-done:
-		case <-time.After(20 * time.Second):
+		case <-time.After(90 * time.Second):
 			t.Fatal("the client of a query whose owner was killed hangs")
 		}
 		qcancel()
-		if err == nil || !strings.Contains(err.Error(), "the worker that ran the query stopped answering") {
-			t.Fatalf("query %d with its owner killed mid-forward: %v, want the owner stopped answering", k, err)
+		if err != nil {
+			t.Fatalf("query %d with its owner killed mid-forward: %v, want it run on w1", k, err)
 		}
-		if got := pf.metric("w1", "queryflux_queries_total", `cluster="pg"`); got != ran {
-			t.Fatalf("w1 ran %g queries on the cluster meanwhile: the forwarded query also took a slot here", got-ran)
+		if got := pf.metric("w1", "queryflux_queries_total", `cluster="pg"`); got != ran+1 {
+			t.Fatalf("w1 ran %g queries on the cluster for the query whose owner died, want 1", got-ran)
 		}
+		ran++
 		// The next query runs on w1: w2 owns nothing once the registry dropped it, and refuses
 		// the connection until then.
 		daemontest.EventuallyNil(t, 30*time.Second, func() error {

@@ -181,7 +181,9 @@ func (l Locality) send(ctx context.Context, owner, endpoint string, req *query.R
 	if ferr := rr.finish(); ferr != nil {
 		rr.Close()
 		var qe *query.Error
-		if errors.As(ferr, &qe) && ownersOnly(qe) {
+		if rr.brokeOff || errors.As(ferr, &qe) && ownersOnly(qe) {
+			// A forwarded query is a cacheable read, and nothing of its answer has reached the
+			// client: running it here too costs a slot, failing it costs the client its query.
 			return nil, errors.Join(proxy.ErrRunHere, ferr)
 		}
 		return nil, ferr
@@ -270,9 +272,9 @@ func ownersOnly(eb *query.Error) bool {
 	return false
 }
 
-// stoppedAnswering is the query's failure when the owner's answer broke off after it accepted
-// the query (it died, or the network between the workers failed): the query may have run there,
-// so it does not run here too.
+// stoppedAnswering is the query's failure when the owner's answer broke off after its first
+// rows reached this node (it died, or the network between the workers failed): the client has
+// part of the answer, so the query cannot start again here. Before them, it runs here (send).
 func stoppedAnswering(err error) error {
 	return &query.Error{Code: query.CodeEngine, Message: "the worker that ran the query stopped answering: " + err.Error()}
 }
@@ -285,6 +287,8 @@ type remoteRows struct {
 	tag    string
 	done   bool
 	closed bool
+	// brokeOff: the answer ended without its trailers (the owner died or the link failed).
+	brokeOff bool
 }
 
 func (r *remoteRows) Schema() *arrow.Schema {
@@ -316,6 +320,7 @@ func (r *remoteRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 // finish reads the answer to its end, where the trailers are: the query's failure, or its tag.
 func (r *remoteRows) finish() error {
 	if _, err := io.Copy(io.Discard, io.LimitReader(r.resp.Body, 1<<20)); err != nil {
+		r.brokeOff = true
 		return stoppedAnswering(err)
 	}
 	if msg := r.resp.Trailer.Get(headerError); msg != "" {
