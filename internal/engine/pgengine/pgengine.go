@@ -264,14 +264,14 @@ type querier interface {
 // Execute runs q. Cancelling ctx cancels the statement on the server (cancelOnServer): once
 // Execute, Next or Close returns, it no longer runs there.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	return e.execute(withSearchPath(ctx, q), e.pool, q)
+	return e.execute(forStatement(ctx, q), e.pool, q)
 }
 
 var _ engine.SessionOpener = (*Engine)(nil)
 
 // OpenSession pins one pooled connection for a client's transaction.
 func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
-	conn, err := e.pool.Acquire(withSearchPath(ctx, q))
+	conn, err := e.pool.Acquire(forStatement(ctx, q))
 	if err != nil {
 		return nil, wrapErr(err)
 	}

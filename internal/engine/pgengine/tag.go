@@ -50,6 +50,9 @@ func tagSessions(cfg *pgxpool.Config) {
 		}
 	}
 	cfg.PrepareConn = func(ctx context.Context, conn *pgx.Conn) (bool, error) {
+		if err := resetForOwner(ctx, conn, cfg.AfterConnect); err != nil {
+			return false, nil // its state unknown: another connection, a new one if need be
+		}
 		return true, retag(ctx, conn.PgConn(), base)
 	}
 }
