@@ -134,15 +134,15 @@ func sleepFor(d drawn) string {
 }
 
 // runMySQL sends one query to a worker's MySQL wire as the group's user.
-func (f *fleetWorkload) runMySQL(ctx context.Context, worker, group, stmt string, draws []drawn) (string, time.Duration) {
+func (f *fleetWorkload) runMySQL(ctx context.Context, worker, group, stmt string, draws []drawn) (string, time.Duration, error) {
 	db, err := sql.Open("mysql", fmt.Sprintf("%s@tcp(%s)/?timeout=5s", group, f.my[worker]))
 	if err != nil {
-		return outRefused, 0
+		return outRefused, 0, err
 	}
 	defer db.Close()
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return outRefused, 0
+		return outRefused, 0, err
 	}
 	defer conn.Close()
 	var got sql.NullInt64
@@ -150,21 +150,21 @@ func (f *fleetWorkload) runMySQL(ctx context.Context, worker, group, stmt string
 	var me *mysql.MySQLError
 	switch {
 	case err == nil:
-		return outSucceeded, maxDraw(draws)
+		return outSucceeded, maxDraw(draws), err
 	case errors.As(err, &me) && leaseLost(me.Number == erLockDeadlock, me.Message):
-		return outLeaseLost, 0
+		return outLeaseLost, 0, err
 	case errors.As(err, &me) && me.Number == erTooManyConcurrentTx:
-		return outTimedOut, 0
+		return outTimedOut, 0, err
 	case errors.As(err, &me) && me.Number == erConCount:
-		return outQueueFull, 0
+		return outQueueFull, 0, err
 	case errors.As(err, &me) && me.Number == erSubqueryRows:
-		return outFailed, maxDraw(draws)
+		return outFailed, maxDraw(draws), err
 	case errors.As(err, &me):
-		return outFailed, 0
+		return outFailed, 0, err
 	case ctx.Err() != nil:
-		return outCancelled, 0
+		return outCancelled, 0, err
 	}
-	return outLost, 0 // the connection broke while the query ran
+	return outLost, 0, err // the connection broke while the query ran
 }
 
 // sampleMySQL counts the workload statements each MariaDB engine database runs, the queries of

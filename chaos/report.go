@@ -59,6 +59,9 @@ func (r *Report) Print(w io.Writer) {
 	if r.HostLag != nil {
 		fmt.Fprintf(w, "  host lag: %s\n", r.HostLag)
 	}
+	for _, e := range r.ClientErrors {
+		fmt.Fprintf(w, "  client error: %s\n", e)
+	}
 	for _, wl := range []struct {
 		run string
 		s   *scenarios.WorkloadSummary

@@ -78,6 +78,8 @@ type Report struct {
 	Metrics     []Metric          `json:"metrics"`
 	// Workload is the real run's workload in the simulator's numbers (nil without one).
 	Workload *scenarios.WorkloadSummary `json:"workload,omitempty"`
+	// ClientErrors are the first errors the real run's counted queries got at their clients.
+	ClientErrors []string `json:"client_errors,omitempty"`
 	// Skipped lists what --skip-unsupported left out of the run (events, checks).
 	Skipped []string `json:"skipped,omitempty"`
 	// HostLag is how late the runner's own timer came while the fleet ran (nil: it did not run).
@@ -342,6 +344,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 	realMetrics := headline(sc, realObs)
 	if r.wl != nil {
 		rep.Workload = r.summary()
+		rep.ClientErrors = r.clientErrorList()
 		maps.Copy(realMetrics, workloadHeadline(sc, rep.Workload, r.history.sums()))
 		if r.storeTimes != "" {
 			rep.Notes = append(rep.Notes, r.storeTimes)

@@ -80,6 +80,7 @@ type fleetWorkload struct {
 	groupSeen      map[string]*groupCounters // worker -> its cache hits and finished queries by group
 	groupSubmitted map[string]int            // counted queries sent, by group
 	groupErrors    map[string]int            // counted queries whose clients got an error, by group
+	clientErrors   []string                  // the first clientErrorsKept of them: when, where, what
 	groupBase      [2]map[string]int         // cache hits and finished by group when counting starts
 	clients        sync.WaitGroup
 	queries        context.Context // the queries' context: cancelled a grace after the end
@@ -536,8 +537,8 @@ func (f *fleetWorkload) count(worker, group string) bool {
 func (f *fleetWorkload) runCounted(worker, group string, q pick, counted bool) string {
 	sent := time.Now()
 	crashes := f.crashCount(worker)
-	outcome, ran := f.run(f.queries, worker, group, q)
-	f.finish(worker, group, counted && f.crashCount(worker) == crashes, outcome, time.Since(sent), ran)
+	outcome, ran, err := f.run(f.queries, worker, group, q)
+	f.finish(worker, group, counted && f.crashCount(worker) == crashes, outcome, time.Since(sent), ran, err)
 	return outcome
 }
 
@@ -561,7 +562,7 @@ const (
 
 // run sends the query; ran is how long the engine was asked to run it (to subtract from the
 // client's time for the queue wait).
-func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (string, time.Duration) {
+func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (string, time.Duration, error) {
 	draws := q.draws
 	if f.mysqlGr[group] {
 		return f.runMySQL(ctx, worker, group, f.mysqlStatement(draws)+q.alias, draws)
@@ -574,7 +575,7 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 	connURL := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable&connect_timeout=5", group, f.pg[worker], f.clientDatabase())
 	conn, err := pgx.Connect(ctx, connURL)
 	if err != nil {
-		return outRefused, 0
+		return outRefused, 0, err
 	}
 	defer conn.Close(context.Background())
 	sent := f.r.now()
@@ -584,21 +585,21 @@ func (f *fleetWorkload) run(ctx context.Context, worker, group string, q pick) (
 	switch {
 	case err == nil:
 		f.ranOn(landing{worker: worker, user: group, cluster: f.wl.Clusters[cluster-1].Name, from: sent, to: f.r.now()})
-		return outSucceeded, maxDraw(draws)
+		return outSucceeded, maxDraw(draws), err
 	case errors.As(err, &pe) && leaseLost(pe.Code == query.CodeLeaseLost, pe.Message):
-		return outLeaseLost, 0
+		return outLeaseLost, 0, err
 	case errors.As(err, &pe) && pe.Code == query.CodeCapacityTimeout:
-		return outTimedOut, 0
+		return outTimedOut, 0, err
 	case errors.As(err, &pe) && pe.Code == query.CodeQueueFull:
-		return outQueueFull, 0
+		return outQueueFull, 0, err
 	case errors.As(err, &pe) && strings.Contains(pe.Message, "drawn engine failure"):
-		return outFailed, maxDraw(draws)
+		return outFailed, maxDraw(draws), err
 	case errors.As(err, &pe):
-		return outFailed, 0
+		return outFailed, 0, err
 	case ctx.Err() != nil:
-		return outCancelled, 0
+		return outCancelled, 0, err
 	}
-	return outLost, 0 // the connection broke while the query ran
+	return outLost, 0, err // the connection broke while the query ran
 }
 
 // clientDatabase is the database the arrivals' PostgreSQL clients name: an engine database,
@@ -668,7 +669,10 @@ func (f *fleetWorkload) loadOf(worker string) *scenarios.WorkerLoad {
 	return l
 }
 
-func (f *fleetWorkload) finish(worker, group string, counted bool, outcome string, took, ran time.Duration) {
+// clientErrorsKept bounds the client errors a report names: enough to see what failed.
+const clientErrorsKept = 5
+
+func (f *fleetWorkload) finish(worker, group string, counted bool, outcome string, took, ran time.Duration, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if outcome != outRefused {
@@ -686,6 +690,10 @@ func (f *fleetWorkload) finish(worker, group string, counted bool, outcome strin
 	}
 	if outcome != outSucceeded && outcome != outCancelled {
 		f.groupErrors[group]++
+		if len(f.clientErrors) < clientErrorsKept {
+			f.clientErrors = append(f.clientErrors, fmt.Sprintf("at %.1fs, %s's client of %s (%s after %v): %v",
+				f.r.now().Seconds(), group, worker, outcome, took.Round(time.Millisecond), err))
+		}
 	}
 	l := f.loadOf(worker)
 	if outcome == outLeaseLost {
@@ -1109,6 +1117,13 @@ func (r *runner) summary() *scenarios.WorkloadSummary {
 	base := r.wl.base
 	r.wl.mu.Unlock()
 	return r.wl.stats(base).Summary(r.sc)
+}
+
+// clientErrorList is the first client errors of the real run's counted queries.
+func (r *runner) clientErrorList() []string {
+	r.wl.mu.Lock()
+	defer r.wl.mu.Unlock()
+	return slices.Clone(r.wl.clientErrors)
 }
 
 // startWorkload starts the engine sampler and the clients at scenario time 0; the function it

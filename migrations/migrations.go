@@ -5,7 +5,8 @@
 // 0006 config revisions, 0007 capacity authority
 // (revocation, one clock, holders), 0008 refused configuration edits, 0009 worker endpoints
 // (where peers forward requests), 0010 capacity waiters (retry-mode fairness, shared by replicas),
-// 0011 a cluster's workerSelector, 0012 the fleet's id (in every lease's engine tag).
+// 0011 a cluster's workerSelector, 0012 the fleet's id (in every lease's engine tag), 0013 the
+// revisions published last (what the history gate reads of them, across restarts).
 // It touches the database it is given; it is outside the simulator.
 package migrations
 

@@ -258,20 +258,43 @@ cpu_per_query() { # ticks before, ticks after, queries -> CPU microseconds per q
 	if [ -z "$4" ] || ! [[ $3 =~ ^[0-9]+$ ]] || [ "$3" = 0 ]; then echo -; return; fi
 	awk -v b="$1" -v a="$2" -v n="$3" -v hz="$HZ" 'BEGIN{printf "%d\n", (a - b) * 1e6 / hz / n}'
 }
-tps() { # port, pids... -> "TPS cpu_us_per_query" of pgbench -S -c N (the pids' CPU per transaction)
-	local out port=$1 t0 t1 n; shift
-	t0=$(ticks "$@")
-	out=$(pgbench -n -S -c "$CLIENTS" -j 2 -T "$TPS_SECS" -h 127.0.0.1 -p "$port" -U postgres "$DB" 2>&1) || { echo "$out" >&2; echo "- -"; return; }
-	t1=$(ticks "$@")
+# Every party's CPU over a throughput run, per query, beside the target's: on 2 cores a
+# saturated row's throughput is about 2 CPU-seconds a second over the parties' sum, so the split
+# says where a row's gap to another is spent. The client is the load generator itself (its
+# user + system time); the engine is every process of the server, the ended ones too (the
+# postmaster's, or mariadbd's, children's times: direct's backends end with pgbench); the
+# machine is all CPUs' busy time (/proc/stat: other processes' too, which a loaded machine shows).
+server_ticks() { # the engine's processes: pgrep pattern -> their CPU and their ended children's
+	local sum=0 t
+	for pid in $(pgrep -x "$1" || true); do
+		t=$(awk '{sub(/.*\) /, ""); print $12 + $13 + $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+		sum=$((sum + t))
+	done
+	echo "$sum"
+}
+busy_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+client_cpu() { # file of /usr/bin/time -f '%U %S', queries -> the client's CPU microseconds per query
+	awk -v n="$2" '{if (n > 0) printf "%d", ($1 + $2) * 1e6 / n; else print "-"}' "$1" 2>/dev/null || echo -
+}
+split_of() { # client time file, engine ticks before, after, busy before, after, queries -> "client engine machine"
+	echo "$(client_cpu "$1" "$6") $(cpu_per_query "$2" "$3" "$6" engine) $(cpu_per_query "$4" "$5" "$6" machine)"
+}
+tps() { # port, pids... -> "TPS cpu_us_per_query client engine machine" of pgbench -S -c N (the pids' CPU per transaction)
+	local out port=$1 t0 t1 n e0 e1 b0 b1; shift
+	t0=$(ticks "$@") e0=$(server_ticks postgres) b0=$(busy_ticks)
+	out=$(/usr/bin/time -f '%U %S' -o "$TMP/client.time" pgbench -n -S -c "$CLIENTS" -j 2 -T "$TPS_SECS" -h 127.0.0.1 -p "$port" -U postgres "$DB" 2>&1) || { echo "$out" >&2; echo "- - - - -"; return; }
+	t1=$(ticks "$@") e1=$(server_ticks postgres) b1=$(busy_ticks)
 	n=$(echo "$out" | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' | head -1)
-	echo "$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1 | awk '{printf "%d", $1}') $(cpu_per_query "$t0" "$t1" "$n" "$*")"
+	echo "$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1 | awk '{printf "%d", $1}') $(cpu_per_query "$t0" "$t1" "$n" "$*") $(split_of "$TMP/client.time" "$e0" "$e1" "$b0" "$b1" "$n")"
 }
 
 # median of numbers (or "-" when none is a number)
 median() { printf '%s\n' "$@" | { grep -E '^[0-9]+$' || true; } | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 
-declare -A LAT TPS CPU P50S P99S TPSS CPUS
-TARGETS=(direct pgbouncer haproxy go-relay loop-relay passthrough pass-session pass-nospin arrow worker)
+declare -A LAT TPS CPU P50S P99S TPSS CPUS SPLITS
+# passthrough right after pgbouncer: the goal compares them, and the machine's load drifts
+# between rows of a round.
+TARGETS=(direct pgbouncer passthrough haproxy go-relay loop-relay pass-session pass-nospin arrow worker)
 declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [haproxy]=$HAPROXY [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough
 	[pass-session]=$PG_pass_session [pass-nospin]=$PG_pass_nospin [arrow]=$PG_arrow [worker]=$PG_worker)
 if [ "$URING_OK" = 1 ]; then TARGETS+=(uring-relay loop-ring); PORT[uring-relay]=$URING_RELAY PORT[loop-ring]=$LOOP_RING; fi
@@ -288,8 +311,8 @@ for round in $(seq 1 "$ROUNDS"); do
 			profile "${PROFILE_OUT:-/tmp/bench-proxy-cpu.prof}"
 		fi
 		# shellcheck disable=SC2086 # the target's pids, one word each
-		read -r q cpu <<<"$(tps "${PORT[$t]}" ${PROC[$t]:-})"
-		TPSS[$t]+="$q "; CPUS[$t]+="$cpu "
+		read -r q cpu cc ec mc <<<"$(tps "${PORT[$t]}" ${PROC[$t]:-})"
+		TPSS[$t]+="$q "; CPUS[$t]+="$cpu "; SPLITS[$t]+="$q/$cpu/$cc/$ec/$mc "
 	done
 done
 for t in "${TARGETS[@]}"; do
@@ -297,7 +320,7 @@ for t in "${TARGETS[@]}"; do
 	LAT[$t]="$(median ${P50S[$t]}) $(median ${P99S[$t]})"; TPS[$t]=$(median ${TPSS[$t]}); CPU[$t]=$(median ${CPUS[$t]})
 done
 
-declare -A MLAT MTPS MCPU MP50S MP99S MQPSS MCPUS
+declare -A MLAT MTPS MCPU MP50S MP99S MQPSS MCPUS MSPLITS
 MY_TARGETS=()
 if [ "$MYSQL_OK" = 1 ]; then
 	# The MySQL wire's floors: the same Go byte relay and event-loop relay (framing nothing) to MariaDB.
@@ -353,11 +376,13 @@ if [ "$MYSQL_OK" = 1 ]; then
 				profile "${PROFILE_OUT_MYSQL:-/tmp/bench-proxy-mysql-cpu.prof}"
 			fi
 			# shellcheck disable=SC2086
-			t0=$(ticks ${MYPROC[$t]:-})
-			read -r _ _ q < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c "$CLIENTS" -d "${TPS_SECS}s" || echo "- - -")
+			t0=$(ticks ${MYPROC[$t]:-}) e0=$(server_ticks mariadbd) b0=$(busy_ticks)
+			read -r _ _ q < <(/usr/bin/time -f '%U %S' -o "$TMP/client.time" "$TMP/benchclient" -dsn "${MYDSN[$t]}" -c "$CLIENTS" -d "${TPS_SECS}s" || echo "- - -")
 			# shellcheck disable=SC2086
-			t1=$(ticks ${MYPROC[$t]:-}); n=$(awk -v q="$q" -v s="$TPS_SECS" 'BEGIN{if (q ~ /^[0-9]+$/) printf "%d", q * s}')
-			MP50S[$t]+="$p50 "; MP99S[$t]+="$p99 "; MQPSS[$t]+="$q "; MCPUS[$t]+="$(cpu_per_query "$t0" "$t1" "$n" "${MYPROC[$t]:-}") "
+			t1=$(ticks ${MYPROC[$t]:-}) e1=$(server_ticks mariadbd) b1=$(busy_ticks); n=$(awk -v q="$q" -v s="$TPS_SECS" 'BEGIN{if (q ~ /^[0-9]+$/) printf "%d", q * s}')
+			cpu=$(cpu_per_query "$t0" "$t1" "$n" "${MYPROC[$t]:-}")
+			read -r cc ec mc <<<"$(split_of "$TMP/client.time" "$e0" "$e1" "$b0" "$b1" "$n")"
+			MP50S[$t]+="$p50 "; MP99S[$t]+="$p99 "; MQPSS[$t]+="$q "; MCPUS[$t]+="$cpu "; MSPLITS[$t]+="$q/$cpu/$cc/$ec/$mc "
 		done
 	done
 	for t in "${MY_TARGETS[@]}"; do
@@ -434,6 +459,18 @@ TRARGS[trino-rawc]="${TRARGS[trino]} -client raw" TRARGS[trino-driver]="${TRARGS
 TRARGS[floor-rawc]="${TRARGS[floor-raw]} -client raw" TRARGS[trino-2x]="${TRARGS[trino]} -agent two-exchanges/1"
 PROC[trino-rawc]=${PROC[trino]} PROC[trino-driver]=${PROC[trino]} PROC[floor-rawc]=${PROC[floor-raw]} PROC[trino-2x]=${PROC[trino]}
 TR_TARGETS+=(trino-2x trino-rawc trino-driver floor-rawc)
+# The -busy rows: trino-pg, trino and floor-rawc again while a SCHED_IDLE spinner runs on every
+# CPU (chrt -i 0: any other task that wakes preempts it at once), so that no CPU halts between
+# a row's messages. A quiet VM whose CPUs halt when idle pays a wake-up from halt at each sleep
+# on a statement's chain (client, server, engine: more of them through a proxy), which a loaded
+# machine never does: the rows then differ from a run at load by that, not by any work.
+if command -v chrt >/dev/null; then
+	for t in trino-pg trino floor-rawc; do TRARGS[$t-busy]=${TRARGS[$t]} PROC[$t-busy]=${PROC[$t]:-}; done
+	TR_TARGETS+=(trino-pg-busy trino-busy floor-rawc-busy)
+fi
+BUSY=()
+busy_start() { for _ in $(seq "$(nproc)"); do chrt -i 0 sh -c 'while :; do :; done' & BUSY+=($!) PIDS+=($!); done; }
+busy_stop() { for p in "${BUSY[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; BUSY=(); }
 if [ -n "${BASE_QF:-}" ]; then
 	trino_standalone base-trino
 	TR_TARGETS+=(base-trino)
@@ -449,12 +486,14 @@ for round in $(seq 1 "$ROUNDS"); do
 	for t in "${TR_TARGETS[@]}"; do
 		log "trino round $round/$ROUNDS: $t"
 		[ "$t" = trino ] && read -r -a s0 < <(spin_waits "$TRADMIN_trino")
+		case $t in *-busy) busy_start ;; esac
 		# shellcheck disable=SC2086 # PROC holds pids
 		t0=$(ticks ${PROC[$t]:-})
 		# shellcheck disable=SC2086 # TRARGS holds a flag and its value
 		read -r p50 p99 n _ < <("$TMP/benchtrino" ${TRARGS[$t]} -user postgres -d "${LAT_SECS}s" || echo "- - - -")
 		# shellcheck disable=SC2086
 		cpu=$(cpu_per_query "$t0" "$(ticks ${PROC[$t]:-})" "$n" "${PROC[$t]:-}")
+		busy_stop
 		TP50S[$t]+="$p50 "; TP99S[$t]+="$p99 "; TCPUS[$t]+="$cpu "
 		if [ "$t" = trino ]; then
 			read -r -a s1 < <(spin_waits "$TRADMIN_trino")
@@ -475,7 +514,7 @@ added() { # p50 of target minus direct's
 ratio() { if [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ && $1 -gt 0 ]]; then awk -v a="$2" -v b="$1" 'BEGIN{printf "%.2f", a/b}'; else echo -; fi; }
 
 echo
-ROW="%-8s %-12s %10s %10s %12s %10s %9s %9s\n"
+ROW="%-8s %-15s %10s %10s %12s %10s %9s %9s\n"
 # shellcheck disable=SC2059 # ROW is the table's format
 printf "$ROW" proto target "p50_us" "p99_us" "added_p50" "tps_c$CLIENTS" "vs_direct" "cpu_us/q"
 for t in "${TARGETS[@]}"; do
@@ -491,13 +530,18 @@ done
 for t in "${TR_TARGETS[@]}"; do
 	read -r p50 p99 <<<"${TLAT[$t]}"
 	# shellcheck disable=SC2059
-	printf "$ROW" trino "$t" "$p50" "$p99" "$(added "${TLAT[trino-pg]}" "${TLAT[$t]}")" - - "${TCPU[$t]}"
+	base=trino-pg
+	case $t in *-busy) base=trino-pg-busy ;; esac
+	printf "$ROW" trino "$t" "$p50" "$p99" "$(added "${TLAT[$base]}" "${TLAT[$t]}")" - - "${TCPU[$t]}"
 done
 echo
 echo "medians of $ROUNDS interleaved rounds; latency: pgbench -n -c 1 -M extended -T $LAT_SECS (SELECT 1, per-transaction --log); tps: pgbench -n -S -c $CLIENTS -j 2 -T $TPS_SECS (simple protocol)"
 echo "mysql: scripts/benchclient (SELECT 1, text protocol; latency 1 client ${LAT_SECS}s, qps $CLIENTS clients ${TPS_SECS}s); passthrough relays MariaDB's packets, arrow is settings.passthrough: false"
 echo "  mysql go-relay / loop-relay: scripts/benchrelay to MariaDB, goroutines / the event loop framing nothing (-loop -raw); uring-relay: -uring -raw -peek"
 echo "trino: scripts/benchtrino (SELECT 1, 1 client ${LAT_SECS}s, one kept-alive HTTP connection: POST, then GET nextUri until none; the daemon answers its quick statements whole in the POST, trino-2x: the same client answered QUEUED, then a GET) through a standalone daemon's Trino port to PostgreSQL; trino-pg: the same program over one pgx connection to PostgreSQL; trino-floor, floor-lite, floor-raw: the same program against benchtrino -floor, -floor-lite, -floor-raw (fixed documents, no proxy, served by net/http, by internal/httplite, by no HTTP server); floor-lite1: -floor-lite -floor-one (the POST answered with the row); trino-nospin: trino's daemon configuration run with QUERYFLUX_SPIN_MICROS=0 (no spinning wait; the default spins while CPUs are idle); trino-rawc, floor-rawc: trino and floor-raw asked without net/http (benchtrino -client raw); trino-driver: trino asked by trino-go-client (-client driver); trino cpu_us/q: the server process's CPU over the latency run, per query"
+echo "each throughput run's CPU per query by party (per round: tps/target/client/engine/machine us; client: pgbench or benchclient, engine: every postgres or mariadbd process, ended ones included; machine: all CPUs' busy time, other processes' too):"
+for t in "${TARGETS[@]}"; do echo "  postgres $t: ${SPLITS[$t]}"; done
+for t in "${MY_TARGETS[@]}"; do echo "  mysql $t: ${MSPLITS[$t]:-}"; done
 RTT=$("$TMP/benchrelay" -rtt 3s)
 # The worker's capacity path over the whole run: queries that took an idle lease (no round trip
 # to the control plane) out of all it relayed.
@@ -539,3 +583,6 @@ echo "  trino's reads that awaited an answer and found the socket empty, over it
 echo "  without the spinning wait (trino-nospin, QUERYFLUX_SPIN_MICROS=0): added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-nospin]}") us, cpu ${TCPU[trino-nospin]} us/q (trino: ${TCPU[trino]} us/q)"
 echo "  of which the floors (the client and loopback HTTP exchanges, no proxy work): one exchange served by httplite $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite1]}") us; two exchanges: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[floor-lite]}") us served by httplite, $(added "${TLAT[trino-pg]}" "${TLAT[floor-raw]}") us by no HTTP server, $(added "${TLAT[trino-pg]}" "${TLAT[trino-floor]}") us by net/http"
 echo "  the client's share: added p50 $(added "${TLAT[trino-pg]}" "${TLAT[trino-rawc]}") us with a client without net/http (trino-rawc), $(added "${TLAT[trino-pg]}" "${TLAT[trino-driver]}") us with trino-go-client (trino-driver); two exchanges with neither an HTTP client nor server (floor-rawc): $(added "${TLAT[trino-pg]}" "${TLAT[floor-rawc]}") us"
+if [ -n "${TLAT[trino-busy]:-}" ]; then
+	echo "  with no CPU halting (the -busy rows: a SCHED_IDLE spinner on every CPU): trino-pg p50 ${TLAT[trino-pg-busy]%% *} us (without: ${TLAT[trino-pg]%% *}), trino added p50 $(added "${TLAT[trino-pg-busy]}" "${TLAT[trino-busy]}") us, floor-rawc $(added "${TLAT[trino-pg-busy]}" "${TLAT[floor-rawc-busy]}") us (added over trino-pg-busy)"
+fi

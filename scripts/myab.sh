@@ -11,7 +11,12 @@
 # when PG=1: PostgreSQL on 127.0.0.1:5432, database qf_bench made by bench-proxy.sh; each such
 # daemon first serves pgbench -S -c 8 for 3 s, so that its PostgreSQL loop runs too, as in
 # bench-proxy, where the PostgreSQL rows come first). Run it under flock /work/bench.lock: it is a
-# timing run.
+# timing run. Beside the target's CPU per statement each throughput run prints every party's:
+# the client (benchclient's own user+system time), MariaDB (its server process, which other
+# users of the server also charge) and the whole machine's busy CPU (/proc/stat, other
+# processes included): on a quiet 2-core machine a saturated row's qps is about 2 s of CPU a
+# second over the sum of the parties' CPU per statement, so the split says which party a
+# target's gap to direct is spent in.
 set -euo pipefail
 ROUNDS=$1
 shift
@@ -73,16 +78,23 @@ for t in "$@"; do
 	NAMES+=("$t")
 done
 ticks() { if [ -n "$1" ]; then awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; else echo 0; fi; }
-declare -A P50 P99 QPS CPU
+MARIADB=$(pidof mariadbd || pidof mysqld || true)
+busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; } # user nice system irq softirq
+perq() { awk -v a="$1" -v b="$2" -v n="$3" -v hz=$(getconf CLK_TCK) 'BEGIN{if (a == "" || n == 0) print "-"; else printf "%.1f", (b-a)*1e6/hz/n}'; }
+declare -A P50 P99 QPS CPU CCPU MCPU BUSY
 for r in $(seq "$ROUNDS"); do
 	for t in "${NAMES[@]}"; do
 		read -r p50 p99 _ < <("$TMP/benchclient" -dsn "${DSN[$t]}" -c 1 -d "${LAT_SECS}s")
-		t0=$(ticks "${PID[$t]}")
-		read -r _ _ q < <("$TMP/benchclient" -dsn "${DSN[$t]}" -c "$CLIENTS" -d "${TPS_SECS}s")
-		t1=$(ticks "${PID[$t]}")
-		cpu=$(awk -v a=$t0 -v b=$t1 -v n=$((q * TPS_SECS)) -v hz=$(getconf CLK_TCK) -v p="${PID[$t]}" 'BEGIN{if (p == "") print "-"; else printf "%.1f", (b-a)*1e6/hz/n}')
-		printf 'round %d %-12s p50_us %5s p99_us %5s qps_c%s %6s cpu_us/q %5s load %s\n' "$r" "$t" "$p50" "$p99" "$CLIENTS" "$q" "$cpu" "$(cut -d' ' -f1 /proc/loadavg)"
-		P50[$t]+="$p50 " P99[$t]+="$p99 " QPS[$t]+="$q " CPU[$t]+="$cpu "
+		t0=$(ticks "${PID[$t]}") m0=$(ticks "$MARIADB") b0=$(busy)
+		read -r _ _ q < <(/usr/bin/time -f '%U %S' -o "$TMP/client.time" "$TMP/benchclient" -dsn "${DSN[$t]}" -c "$CLIENTS" -d "${TPS_SECS}s")
+		t1=$(ticks "${PID[$t]}") m1=$(ticks "$MARIADB") b1=$(busy)
+		n=$((q * TPS_SECS))
+		cpu=$(perq "$t0" "$t1" "$n")
+		[ -n "${PID[$t]}" ] || cpu=-
+		ccpu=$(awk -v n=$n '{if (n == 0) print "-"; else printf "%.1f", ($1+$2)*1e6/n}' "$TMP/client.time")
+		mcpu=$(perq "$m0" "$m1" "$n") bcpu=$(perq "$b0" "$b1" "$n")
+		printf 'round %d %-12s p50_us %5s p99_us %5s qps_c%s %6s cpu_us/q %5s client %5s mariadb %5s machine %5s load %s\n' "$r" "$t" "$p50" "$p99" "$CLIENTS" "$q" "$cpu" "$ccpu" "$mcpu" "$bcpu" "$(cut -d' ' -f1 /proc/loadavg)"
+		P50[$t]+="$p50 " P99[$t]+="$p99 " QPS[$t]+="$q " CPU[$t]+="$cpu " CCPU[$t]+="$ccpu " MCPU[$t]+="$mcpu " BUSY[$t]+="$bcpu "
 	done
 done
 med() { tr ' ' '\n' | { grep -v '^$' || true; } | sort -g | awk '{v[NR]=$1} END{if (NR == 0) print "-"; else if (v[1] == "-") print "-"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
@@ -91,7 +103,8 @@ printf '%-12s %7s %7s %9s %10s %9s\n' target p50_us p99_us added_p50 qps vs_dire
 d50=$(echo "${P50[direct]:-}" | med) dq=$(echo "${QPS[direct]:-}" | med)
 for t in "${NAMES[@]}"; do
 	p50=$(echo "${P50[$t]}" | med) q=$(echo "${QPS[$t]}" | med)
-	printf '%-12s %7s %7s %9s %10s %9s   cpu_us/q %s\n' "$t" "$p50" "$(echo "${P99[$t]}" | med)" \
+	printf '%-12s %7s %7s %9s %10s %9s   cpu_us/q %s client %s mariadb %s machine %s\n' "$t" "$p50" "$(echo "${P99[$t]}" | med)" \
 		"$(awk -v a="$d50" -v b="$p50" 'BEGIN{if (a == "-") print "-"; else print b-a}')" "$q" \
-		"$(awk -v a="$dq" -v b="$q" 'BEGIN{if (a == "-" || a == 0) print "-"; else printf "%.2f", b/a}')" "$(echo "${CPU[$t]}" | med)"
+		"$(awk -v a="$dq" -v b="$q" 'BEGIN{if (a == "-" || a == 0) print "-"; else printf "%.2f", b/a}')" "$(echo "${CPU[$t]}" | med)" \
+		"$(echo "${CCPU[$t]}" | med)" "$(echo "${MCPU[$t]}" | med)" "$(echo "${BUSY[$t]}" | med)"
 done

@@ -23,6 +23,10 @@ const (
 	KeyNoDefault     = "no_default"     // NOT NULL without a default, not generated
 )
 
+// KeyCount marks a result column that is a COUNT(...) (with KeyNotNull): MariaDB's is a
+// BIGINT 21 long, where a BIGINT column is 20 (go-sql-driver's Length, mysql2's columnLength).
+const KeyCount = "count"
+
 // ColumnKeyWords are MetaColumnKey's words in the order an engine writes them.
 var ColumnKeyWords = []string{KeyNotNull, KeyPrimary, KeyUnique, KeyMultiple, KeyPart, KeyAutoIncrement, KeyNoDefault}
 

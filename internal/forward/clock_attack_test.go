@@ -81,8 +81,9 @@ func poll(f *Forwarder) (int, string, error) {
 func TestForwardingAcrossClocksThatDiffer(t *testing.T) {
 	const secret = "clock-secret-0123456789"
 	ownerEnv, ownerShift := stepped(5 * time.Minute)
-	w2 := &Forwarder{opts: Options{Env: ownerEnv, Name: "w2", Secret: secret}, self: OwnerID("w2"), metrics: newMetrics(nil)}
+	w2, advertised := testOwner(ownerEnv, "w2", secret)
 	owner := newClockOwner(t, w2)
+	advertised.add(owner.srv.URL)
 	list := peers{{Name: "w2", Healthy: true, Endpoints: map[string]string{Trino: owner.srv.URL}}}
 	w1, err := New(Options{Env: testEnv, Name: "w1", Secret: secret, Directory: list, Client: NewClient(nil)})
 	if err != nil {
@@ -116,6 +117,7 @@ func TestForwardingAcrossClocksThatDiffer(t *testing.T) {
 	ran := &recordingBackend{}
 	qsrv := httptest.NewServer(w2.QueryHandler(ran))
 	t.Cleanup(qsrv.Close)
+	advertised.add(qsrv.URL)
 	w3, _ := New(Options{Env: testEnv, Name: "w3", Secret: secret, Client: NewClient(nil),
 		Directory: peers{{Name: "w2", Healthy: true, Endpoints: map[string]string{Query: qsrv.URL}}}})
 	rows, err := w3.Locality().Run(context.Background(), &query.Request{SQL: "select 1", User: "alice", Protocol: "trino",
@@ -136,18 +138,19 @@ func TestForwardingAcrossClocksThatDiffer(t *testing.T) {
 	t.Cleanup(imp.Close)
 	w4, _ := New(Options{Env: testEnv, Name: "w4", Secret: secret, Client: NewClient(nil),
 		Directory: peers{{Name: "w2", Healthy: true, Endpoints: map[string]string{Trino: imp.URL}}}})
-	other := proof(secret, OwnerID("w2"), BindTrino, "198.51.100.1:1", false, testEnv.Now().Add(-10*time.Minute))
+	at := DialedAddress(owner.srv.URL)
+	other := proof(secret, OwnerID("w2"), BindTrino, at, "198.51.100.1:1", false, testEnv.Now().Add(-10*time.Minute))
 	_, refusal := w2.Inbound(func(k string) string {
-		return map[string]string{HeaderHop: "1", HeaderSecret: other, HeaderClientAddr: "198.51.100.1:1", HeaderClientTLS: "false"}[k]
+		return map[string]string{HeaderHop: "1", HeaderSecret: other, HeaderPeerAddr: at, HeaderClientAddr: "198.51.100.1:1", HeaderClientTLS: "false"}[k]
 	}, BindTrino)
 	answered := http.Header{}
 	TellClock(answered, refusal)
 	if answered.Get(HeaderPeerTime) == "" {
 		t.Fatalf("w2's refusal of a true proof 15 minutes off told no time: %v", refusal)
 	}
-	forged := proof("not-the-secret", OwnerID("w2"), BindTrino, "198.51.100.1:1", false, testEnv.Now().Add(-10*time.Minute))
+	forged := proof("not-the-secret", OwnerID("w2"), BindTrino, at, "198.51.100.1:1", false, testEnv.Now().Add(-10*time.Minute))
 	_, refusal = w2.Inbound(func(k string) string {
-		return map[string]string{HeaderHop: "1", HeaderSecret: forged, HeaderClientAddr: "198.51.100.1:1", HeaderClientTLS: "false"}[k]
+		return map[string]string{HeaderHop: "1", HeaderSecret: forged, HeaderPeerAddr: at, HeaderClientAddr: "198.51.100.1:1", HeaderClientTLS: "false"}[k]
 	}, BindTrino)
 	if h := (http.Header{}); tellAndRead(h, refusal) != "" {
 		t.Fatalf("a forged proof was told w2's time: %s", h.Get(HeaderPeerTime))

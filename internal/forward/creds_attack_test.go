@@ -64,10 +64,11 @@ func followUp(f *Forwarder, method string) *httptest.ResponseRecorder {
 // the worker and the client is told why (502).
 func TestForwardedFollowUpsHandCredentialsOnlyToAProvenOwner(t *testing.T) {
 	const secret = "creds-secret-0123456789"
-	w2 := &Forwarder{opts: Options{Env: testEnv, Name: "w2", Secret: secret}, self: OwnerID("w2"), metrics: newMetrics(nil)}
+	w2, advertised := testOwner(testEnv, "w2", secret)
 	genuine := &credsOwner{}
 	srv := httptest.NewServer(w2.Vouching(BindTrino, genuine.handler()))
 	t.Cleanup(srv.Close)
+	advertised.add(srv.URL)
 	w1, _ := New(Options{Env: testEnv, Name: "w1", Secret: secret, Client: NewClient(nil),
 		Directory: peers{{Name: "w2", Healthy: true, Endpoints: map[string]string{Trino: srv.URL}}}})
 

@@ -8,10 +8,13 @@
 // forwards it again, so a request crosses at most one hop and loops cannot form. It also carries
 // a proof of the shared worker secret (checked by Inbound), never the secret itself, and the
 // original client's address and TLS state, which the owner uses in place of the forwarder's.
-// The proof is an HMAC keyed by the secret over the owner, the time, the client's address and
-// TLS state and what the request asks (Bind*): whoever answers at an owner's address (a stale
-// peer entry, a host that took it over) learns nothing it can present to another worker, with
-// another client address, for another query or user, or after ProofAgeMax.
+// The proof is an HMAC keyed by the secret over the owner, the time, the address the forwarder
+// dialed, the client's address and TLS state and what the request asks (Bind*): whoever answers
+// at an owner's address (a stale peer entry, a host that took it over) learns nothing it can
+// present to another worker, with another client address, for another query or user, or after
+// ProofAgeMax. Nor can it relay the request to the owner's real address: the owner takes only a
+// proof naming one of the endpoints it advertises (Options.Advertised), so the relay gets no
+// answer, no owner proof and so none of the client's credentials.
 //
 // It touches time and tasks only through the Env it is given and the network only through the
 // HTTP client it is given, so the simulator runs the preferred-worker path (Locality and
@@ -28,6 +31,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +56,9 @@ const (
 	// forwarder dates its retry by it (Forwarder.learnClock); without the secret nobody can make
 	// it date proofs ahead, to be replayed later.
 	HeaderPeerTime = "X-Queryflux-Peer-Time"
+	// HeaderPeerAddr is the address (host:port, as DialedAddress gives it) the forwarder dialed,
+	// which its proof binds: the owner refuses an address it does not advertise.
+	HeaderPeerAddr = "X-Queryflux-Peer-Addr"
 )
 
 // Protocols, as endpoints are keyed.
@@ -102,6 +110,11 @@ type Options struct {
 	// rather than a hang.
 	Client     *http.Client
 	Registerer prometheus.Registerer
+	// Advertised is the endpoints this worker registered, by protocol (worker.Advertised): a
+	// forwarded request is taken only when its proof names one of their addresses as the one its
+	// forwarder dialed, so that a host answering at an address peers still list for this worker
+	// cannot relay their requests here. Nil (or none yet): every forwarded request is refused.
+	Advertised func() map[string]string
 }
 
 // Forwarder carries requests to their owners. Its methods are safe for concurrent use.
@@ -210,21 +223,73 @@ func BindQuery(body []byte) string {
 // BindFlightSQL binds a Flight SQL call forwarded for user.
 func BindFlightSQL(user string) string { return "flightsql " + user }
 
-const proofPrefix = "qff1."
+// proofPrefix marks a proof; "qff1." proofs (before the dialed address was bound) are refused.
+const proofPrefix = "qff2."
 
-// proof is the forwarding proof of the worker secret for a request to owner, sent at at.
-func proof(secret, owner, bind, clientAddr string, clientTLS bool, at time.Time) string {
+// proof is the forwarding proof of the worker secret for a request to owner at the address
+// dialed, sent at at.
+func proof(secret, owner, bind, dialed, clientAddr string, clientTLS bool, at time.Time) string {
 	ts := strconv.FormatInt(at.Unix(), 10)
-	return proofPrefix + ts + "." + proofMAC(secret, owner, bind, clientAddr, clientTLS, ts)
+	return proofPrefix + ts + "." + proofMAC(secret, owner, bind, dialed, clientAddr, clientTLS, ts)
 }
 
-func proofMAC(secret, owner, bind, clientAddr string, clientTLS bool, ts string) string {
+func proofMAC(secret, owner, bind, dialed, clientAddr string, clientTLS bool, ts string) string {
 	m := hmac.New(sha256.New, []byte(secret))
-	for _, part := range []string{"queryflux forward v1", owner, ts, clientAddr, strconv.FormatBool(clientTLS), bind} {
+	for _, part := range []string{"queryflux forward v2", owner, ts, dialed, clientAddr, strconv.FormatBool(clientTLS), bind} {
 		m.Write([]byte(part))
 		m.Write([]byte{0})
 	}
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// DialedAddress is the address of endpoint (a URL: http://host:port, grpc+tls://host:port) as
+// a proof binds it and an owner compares it with its own: the host lower-cased without a
+// trailing dot (a name is not resolved: a relay may answer at any of its addresses), an IP in
+// its canonical form (::ffff:10.0.0.1 is 10.0.0.1, 0:0::1 is ::1), the port the scheme implies
+// when none is written. "" when endpoint has no host.
+func DialedAddress(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if ip, err := netip.ParseAddr(host); err == nil {
+		host = ip.Unmap().String()
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if port == "" {
+		return host
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// AddressError is a true proof naming, as the address its forwarder dialed, one this worker
+// does not advertise: a host at an address peers still list for this worker (a stale entry)
+// relayed their request here.
+type AddressError struct{ Dialed string }
+
+func (e *AddressError) Error() string {
+	return fmt.Sprintf("%v: the forwarding worker dialed %q, which is not an address this worker advertises "+
+		"(a host at a stale peer address relaying the request?)", ErrBadHop, e.Dialed)
+}
+
+func (e *AddressError) Unwrap() error { return ErrBadHop }
+
+// advertises reports whether dialed (a DialedAddress) is the address of one of this worker's
+// advertised endpoints.
+func (f *Forwarder) advertises(dialed string) bool {
+	if dialed == "" || f.opts.Advertised == nil {
+		return false
+	}
+	for _, ep := range f.opts.Advertised() { //determinism:ok a membership test
+		if DialedAddress(ep) == dialed {
+			return true
+		}
+	}
+	return false
 }
 
 // ClockError is a true proof refused for its date: the two workers' clocks differ by more than
@@ -260,11 +325,13 @@ func clockMAC(secret, owner, ts, refused string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// proven checks that token proves the worker secret for a request to this worker with bind,
-// client address and TLS state: nil, ErrBadHop, or a *ClockError for a true proof dated too far
-// from this worker's clock (told apart only once the proof is known true, so that only a peer
-// learns of the clocks). The secret itself is still taken from workers that predate proofs.
-func (f *Forwarder) proven(token, bind, clientAddr string, clientTLS bool) error {
+// proven checks that token proves the worker secret for a request to this worker at the address
+// dialed with bind, client address and TLS state: nil, ErrBadHop, an *AddressError for a true
+// proof naming an address this worker does not advertise, or a *ClockError for a true proof
+// dated too far from this worker's clock (told apart only once the proof is known true, so that
+// only a peer learns of the clocks). The secret itself is still taken from workers that predate
+// proofs.
+func (f *Forwarder) proven(token, bind, dialed, clientAddr string, clientTLS bool) error {
 	rest, ok := strings.CutPrefix(token, proofPrefix)
 	if !ok {
 		if workerapi.TokenEqual(token, f.opts.Secret) {
@@ -274,8 +341,11 @@ func (f *Forwarder) proven(token, bind, clientAddr string, clientTLS bool) error
 	}
 	ts, mac, ok := strings.Cut(rest, ".")
 	sec, err := strconv.ParseInt(ts, 10, 64)
-	if !ok || err != nil || !hmac.Equal([]byte(mac), []byte(proofMAC(f.opts.Secret, f.self, bind, clientAddr, clientTLS, ts))) {
+	if !ok || err != nil || !hmac.Equal([]byte(mac), []byte(proofMAC(f.opts.Secret, f.self, bind, dialed, clientAddr, clientTLS, ts))) {
 		return ErrBadHop
+	}
+	if !f.advertises(dialed) {
+		return &AddressError{Dialed: dialed}
 	}
 	now := f.opts.Env.Now()
 	if age := now.Sub(time.Unix(sec, 0)); age > ProofAgeMax || age < -ProofAgeMax {
@@ -336,11 +406,15 @@ func (f *Forwarder) Inbound(get func(name string) string, bind string) (Hop, err
 	}
 	clientAddr, tlsText := get(HeaderClientAddr), get(HeaderClientTLS)
 	tlsOn, _ := strconv.ParseBool(tlsText)
-	if err := f.proven(get(HeaderSecret), bind, clientAddr, tlsOn); err != nil {
+	if err := f.proven(get(HeaderSecret), bind, get(HeaderPeerAddr), clientAddr, tlsOn); err != nil {
 		outcome := "refused"
 		var ce *ClockError
-		if errors.As(err, &ce) {
+		var ae *AddressError
+		switch {
+		case errors.As(err, &ce):
 			outcome = "refused_clock"
+		case errors.As(err, &ae):
+			outcome = "refused_address"
 		}
 		f.metrics.received.WithLabelValues(outcome).Inc()
 		return Hop{}, err
@@ -349,11 +423,13 @@ func (f *Forwarder) Inbound(get func(name string) string, bind string) (Hop, err
 	return Hop{Forwarded: true, ClientAddr: clientAddr, ClientTLS: tlsOn}, nil
 }
 
-// Outbound returns the headers of a request forwarded to owner (an OwnerID) that asks bind, its
-// proof dated by the owner's clock as far as this worker knows it.
-func (f *Forwarder) Outbound(owner, bind, clientAddr string, clientTLS bool) map[string]string {
-	return map[string]string{HeaderHop: "1", HeaderSecret: proof(f.opts.Secret, owner, bind, clientAddr, clientTLS, f.ownerNow(owner)),
-		HeaderClientAddr: clientAddr, HeaderClientTLS: strconv.FormatBool(clientTLS)}
+// Outbound returns the headers of a request forwarded to owner (an OwnerID) at endpoint (the
+// owner's endpoint it is sent to) that asks bind, its proof dated by the owner's clock as far as
+// this worker knows it.
+func (f *Forwarder) Outbound(owner, endpoint, bind, clientAddr string, clientTLS bool) map[string]string {
+	dialed := DialedAddress(endpoint)
+	return map[string]string{HeaderHop: "1", HeaderSecret: proof(f.opts.Secret, owner, bind, dialed, clientAddr, clientTLS, f.ownerNow(owner)),
+		HeaderPeerAddr: dialed, HeaderClientAddr: clientAddr, HeaderClientTLS: strconv.FormatBool(clientTLS)}
 }
 
 // Observe counts one forward of protocol with its outcome and how long

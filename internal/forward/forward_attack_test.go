@@ -91,8 +91,8 @@ func TestForwardedRequestsDoNotHandTheWorkerSecretToTheOwnersAddress(t *testing.
 	}
 
 	// What the impostor holds, presented elsewhere.
-	w2 := &Forwarder{opts: Options{Env: testEnv, Name: "w2", Secret: secret}, self: OwnerID("w2"), metrics: newMetrics(nil)}
-	w3 := &Forwarder{opts: Options{Env: testEnv, Name: "w3", Secret: secret}, self: OwnerID("w3"), metrics: newMetrics(nil)}
+	w2, _ := testOwner(testEnv, "w2", secret, im.srv.URL) // w2 advertised the address the impostor took
+	w3, _ := testOwner(testEnv, "w3", secret, im.srv.URL)
 	pollHeader := got[0].header
 	if _, err := w3.Inbound(pollHeader.Get, BindTrino); err == nil {
 		t.Error("the poll's forwarding headers, replayed to another worker, pass its check")
@@ -130,15 +130,15 @@ func TestForwardedRequestsDoNotHandTheWorkerSecretToTheOwnersAddress(t *testing.
 // is refused, so what an address once received does not stay good.
 func TestForwardProofExpires(t *testing.T) {
 	const secret = "s3cret-s3cret"
-	w2 := &Forwarder{opts: Options{Env: testEnv, Name: "w2", Secret: secret}, self: OwnerID("w2"), metrics: newMetrics(nil)}
+	w2, _ := testOwner(testEnv, "w2", secret, "http://10.9.9.9:8080")
 	now := testEnv.Now()
 	for _, c := range []struct {
 		at   time.Time
 		pass bool
 	}{{now, true}, {now.Add(-ProofAgeMax + time.Second), true}, {now.Add(-ProofAgeMax - time.Second), false},
 		{now.Add(ProofAgeMax + time.Second), false}} {
-		h := map[string]string{HeaderHop: "1", HeaderSecret: proof(secret, OwnerID("w2"), BindTrino, "10.0.0.1:1", false, c.at),
-			HeaderClientAddr: "10.0.0.1:1", HeaderClientTLS: "false"}
+		h := map[string]string{HeaderHop: "1", HeaderSecret: proof(secret, OwnerID("w2"), BindTrino, "10.9.9.9:8080", "10.0.0.1:1", false, c.at),
+			HeaderPeerAddr: "10.9.9.9:8080", HeaderClientAddr: "10.0.0.1:1", HeaderClientTLS: "false"}
 		_, err := w2.Inbound(func(k string) string { return h[k] }, BindTrino)
 		if (err == nil) != c.pass {
 			t.Errorf("a proof dated %s from now: %v, want pass %v", c.at.Sub(now), err, c.pass)
@@ -146,8 +146,8 @@ func TestForwardProofExpires(t *testing.T) {
 		if !c.pass && !strings.Contains(fmt.Sprint(err), "clocks differ") {
 			t.Errorf("a true proof dated %s from now: %v, want it to say the clocks differ", c.at.Sub(now), err)
 		}
-		forged := map[string]string{HeaderHop: "1", HeaderSecret: proof("not-the-secret", OwnerID("w2"), BindTrino, "10.0.0.1:1", false, c.at),
-			HeaderClientAddr: "10.0.0.1:1", HeaderClientTLS: "false"}
+		forged := map[string]string{HeaderHop: "1", HeaderSecret: proof("not-the-secret", OwnerID("w2"), BindTrino, "10.9.9.9:8080", "10.0.0.1:1", false, c.at),
+			HeaderPeerAddr: "10.9.9.9:8080", HeaderClientAddr: "10.0.0.1:1", HeaderClientTLS: "false"}
 		if _, err := w2.Inbound(func(k string) string { return forged[k] }, BindTrino); err != ErrBadHop {
 			t.Errorf("a forged proof dated %s from now: %v, want only ErrBadHop (nothing of the clocks)", c.at.Sub(now), err)
 		}

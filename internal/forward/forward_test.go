@@ -2,7 +2,10 @@ package forward
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
+	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -67,4 +70,35 @@ func TestInboundNeedsTheWorkerSecret(t *testing.T) {
 	if hop, err := f.Inbound(func(string) string { return "" }, BindTrino); err != nil || hop.Forwarded {
 		t.Fatalf("direct request: %+v %v", hop, err)
 	}
+}
+
+// advertisedSet is what a test owner advertises; servers started after the owner add theirs.
+type advertisedSet struct {
+	mu  sync.Mutex
+	eps map[string]string
+}
+
+func (a *advertisedSet) add(endpoint string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.eps == nil {
+		a.eps = map[string]string{}
+	}
+	a.eps[fmt.Sprint("ep", len(a.eps))] = endpoint
+}
+
+func (a *advertisedSet) get() map[string]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.eps)
+}
+
+// testOwner is the forwarder of worker name as the receiving end of forwards (no peers, no
+// client), advertising endpoints and whatever is added to the set later.
+func testOwner(e env.Env, name, secret string, endpoints ...string) (*Forwarder, *advertisedSet) {
+	a := &advertisedSet{}
+	for _, ep := range endpoints {
+		a.add(ep)
+	}
+	return &Forwarder{opts: Options{Env: e, Name: name, Secret: secret, Advertised: a.get}, self: OwnerID(name), metrics: newMetrics(nil)}, a
 }

@@ -97,7 +97,7 @@ func (x *exchange) once(w http.ResponseWriter) sendResult {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(x.target)
 			pr.Out.Host = pr.In.Host
-			for k, v := range x.f.Outbound(x.owner, x.protocol, x.r.RemoteAddr, x.r.TLS != nil) { //determinism:ok sets headers
+			for k, v := range x.f.Outbound(x.owner, x.target.String(), x.protocol, x.r.RemoteAddr, x.r.TLS != nil) { //determinism:ok sets headers
 				pr.Out.Header.Set(k, v)
 			}
 			if x.withheld {
@@ -173,14 +173,15 @@ func (f *Forwarder) vouched(owner, sent, got string) bool {
 }
 
 // Vouching wraps an owner's handler of forwarded requests that ask bind: the answer to one whose
-// proof is true (dated in time or not) carries HeaderOwnerProof, so that its forwarder may send
+// proof is true and names an address this worker advertises (dated in time or not) carries
+// HeaderOwnerProof, so that its forwarder may send
 // the client's credentials. Other requests pass untouched.
 func (f *Forwarder) Vouching(bind string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token := r.Header.Get(HeaderSecret); token != "" && r.Header.Get(HeaderHop) != "" {
 			tlsOn, _ := strconv.ParseBool(r.Header.Get(HeaderClientTLS))
 			var ce *ClockError
-			if err := f.proven(token, bind, r.Header.Get(HeaderClientAddr), tlsOn); err == nil || errors.As(err, &ce) {
+			if err := f.proven(token, bind, r.Header.Get(HeaderPeerAddr), r.Header.Get(HeaderClientAddr), tlsOn); err == nil || errors.As(err, &ce) {
 				w.Header().Set(HeaderOwnerProof, ownerMAC(f.opts.Secret, f.self, token))
 			}
 		}

@@ -204,7 +204,7 @@ func (l Locality) post(ctx context.Context, owner, u string, body []byte, client
 		return nil, nil, "", errors.Join(proxy.ErrRunHere, err)
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	for k, v := range l.f.Outbound(owner, BindQuery(body), clientAddr, false) { //determinism:ok sets headers
+	for k, v := range l.f.Outbound(owner, u, BindQuery(body), clientAddr, false) { //determinism:ok sets headers
 		hr.Header.Set(k, v)
 	}
 	sent = hr.Header.Get(HeaderSecret)

@@ -19,7 +19,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"protocol", "outcome"}),
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_forwards_received_total",
-			Help: "Forwarded requests this worker received from peers, by result (ok; refused: no valid proof of the worker secret; refused_clock: a true proof dated more than ProofAgeMax from this worker's clock).",
+			Help: "Forwarded requests this worker received from peers, by result (ok; refused: no valid proof of the worker secret; refused_clock: a true proof dated more than ProofAgeMax from this worker's clock; refused_address: a true proof naming an address this worker does not advertise, relayed from a stale peer address).",
 		}, []string{"result"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "queryflux_forward_seconds",

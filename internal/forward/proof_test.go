@@ -22,7 +22,9 @@ func TestProofFieldsDoNotRunTogether(t *testing.T) {
 		tls             bool
 		bind            string
 	}
-	mac := func(f fields) string { return proofMAC("s3cret", f.owner, f.bind, f.addr, f.tls, f.ts) }
+	mac := func(f fields) string {
+		return proofMAC("s3cret", f.owner, f.bind, "10.0.0.9:8080", f.addr, f.tls, f.ts)
+	}
 	for name, pair := range map[string][2]fields{
 		"owner and date":   {{"owner", "1700000000", "10.0.0.1:5", false, "b"}, {"owner1", "700000000", "10.0.0.1:5", false, "b"}},
 		"date and address": {{"owner", "1700000000", "10.0.0.1:5", false, "b"}, {"owner", "170000000", "010.0.0.1:5", false, "b"}},
@@ -109,21 +111,24 @@ func TestNewRefusesAnIncompleteForwarder(t *testing.T) {
 func TestForwardMetricsCountEachOutcome(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	const secret = "s3cret"
-	f, err := New(Options{Env: testEnv, Name: "w2", Secret: secret, Directory: peers{}, Client: NewClient(nil), Registerer: reg})
+	f, err := New(Options{Env: testEnv, Name: "w2", Secret: secret, Directory: peers{}, Client: NewClient(nil), Registerer: reg,
+		Advertised: func() map[string]string { return map[string]string{Trino: "http://w2.example:8080"} }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := testEnv.Now()
-	send := func(token string) {
-		h := map[string]string{HeaderHop: "1", HeaderSecret: token, HeaderClientAddr: "10.0.0.1:1", HeaderClientTLS: "false"}
+	const at = "w2.example:8080"
+	send := func(token, dialed string) {
+		h := map[string]string{HeaderHop: "1", HeaderSecret: token, HeaderPeerAddr: dialed, HeaderClientAddr: "10.0.0.1:1", HeaderClientTLS: "false"}
 		f.Inbound(func(k string) string { return h[k] }, BindTrino)
 	}
-	send(proof(secret, f.Self(), BindTrino, "10.0.0.1:1", false, now))
-	send(proof(secret, f.Self(), BindTrino, "10.0.0.1:1", false, now))
-	send(proof("guess", f.Self(), BindTrino, "10.0.0.1:1", false, now))
-	send("the secret itself, guessed")
-	send(proof(secret, f.Self(), BindTrino, "10.0.0.1:1", false, now.Add(-time.Hour)))
-	for result, want := range map[string]float64{"ok": 2, "refused": 2, "refused_clock": 1} {
+	send(proof(secret, f.Self(), BindTrino, at, "10.0.0.1:1", false, now), at)
+	send(proof(secret, f.Self(), BindTrino, at, "10.0.0.1:1", false, now), at)
+	send(proof("guess", f.Self(), BindTrino, at, "10.0.0.1:1", false, now), at)
+	send("the secret itself, guessed", at)
+	send(proof(secret, f.Self(), BindTrino, at, "10.0.0.1:1", false, now.Add(-time.Hour)), at)
+	send(proof(secret, f.Self(), BindTrino, "relay.example:8080", "10.0.0.1:1", false, now), "relay.example:8080")
+	for result, want := range map[string]float64{"ok": 2, "refused": 2, "refused_clock": 1, "refused_address": 1} {
 		if got := testutil.ToFloat64(f.metrics.received.WithLabelValues(result)); got != want {
 			t.Errorf("received %s = %v, want %v", result, got, want)
 		}

@@ -383,5 +383,6 @@ func (n *Node) Close() error {
 		}
 	}
 	n.wg.Wait()
+	n.core.Close()
 	return errors.Join(errs...)
 }

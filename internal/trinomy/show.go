@@ -35,9 +35,11 @@ func showSQL(sqlText string, s Session) (string, bool) {
 		if len(parts) > 1 {
 			schema = parts[len(parts)-2]
 		}
+		table := parts[len(parts)-1]
 		l = trinoshow.Listing{Cols: "`Column`, `Type`, `Extra`, `Comment`", Order: "ordinal_position",
 			Inner: "SELECT column_name AS `Column`, " + trinoType + " AS `Type`, '' AS `Extra`, column_comment AS `Comment`, ordinal_position " +
-				"FROM information_schema.columns WHERE table_schema = " + schemaOr(schema) + " AND table_name = " + quote(parts[len(parts)-1])}
+				"FROM information_schema.columns WHERE table_schema = " + schemaOr(schema) + " AND table_name = " + quote(table) +
+				" AND NOT EXISTS (SELECT 1 FROM " + tableRef(schema, table) + " WHERE 1 = 0)"}
 	case r.Word("catalogs"):
 		catalog := s.Catalog
 		if catalog == "" {
@@ -80,6 +82,19 @@ func schemaOr(schema string) string {
 	}
 	return quote(schema)
 }
+
+// tableRef names table in FROM, in schema ("": the connection's database). A DESCRIBE of a
+// table that does not exist fails as a query of it does (1146, which Trino clients read as
+// TABLE_NOT_FOUND), where information_schema alone would answer no rows.
+func tableRef(schema, table string) string {
+	if schema == "" {
+		return backtick(table)
+	}
+	return backtick(schema) + "." + backtick(table)
+}
+
+// backtick is name quoted as MariaDB reads a name.
+func backtick(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
 
 // quote is v as a MariaDB string literal, whatever its sql_mode (backslashes doubled).
 func quote(v string) string {

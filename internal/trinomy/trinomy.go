@@ -56,7 +56,8 @@ func lexical(sqlText string) string {
 		if t.Significant() {
 			toks = append(toks, t)
 			changed = changed || t.Kind == sqltok.QuotedIdent || t.Text == "||" ||
-				t.Kind == sqltok.String && strings.Contains(t.Text, `\`) || t.IsWord("date_add") || t.IsWord("date_diff")
+				t.Kind == sqltok.String && strings.Contains(t.Text, `\`) || t.IsWord("date_add") || t.IsWord("date_diff") ||
+				t.IsWord("offset") || t.IsWord("all")
 		}
 	}
 	if !changed {
@@ -69,13 +70,14 @@ func lexical(sqlText string) string {
 		text[i] = t.Text
 		switch {
 		case t.Kind == sqltok.QuotedIdent:
-			text[i] = "`" + strings.ReplaceAll(strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`), "`", "``") + "`"
+			text[i] = backtick(strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`))
 		case t.Kind == sqltok.String && strings.HasPrefix(t.Text, "'"):
 			text[i] = strings.ReplaceAll(t.Text, `\`, `\\`)
 		}
 	}
 	concats(toks, text, pre, post)
 	dateUnits(toks, text, pre, post)
+	offsetFirst(toks, text, post)
 	var b strings.Builder
 	at := 0
 	for i, t := range toks {
@@ -156,6 +158,34 @@ func dateUnits(toks []sqltok.Token, text, pre, post []string) {
 		text[i], text[i+2] = "TIMESTAMPADD", unit
 		if diff {
 			text[i] = "TIMESTAMPDIFF"
+		}
+	}
+}
+
+// offsetFirst writes Trino's row-count clauses, OFFSET n [ROW | ROWS] then LIMIT m or LIMIT
+// ALL, as MariaDB reads them: OFFSET n ROWS [FETCH FIRST m ROWS ONLY] (MariaDB's OFFSET comes
+// after its LIMIT, or takes ROWS and a FETCH), and LIMIT ALL as no limit. Trino's FETCH FIRST
+// is MariaDB's too.
+func offsetFirst(toks []sqltok.Token, text, post []string) {
+	count := func(i int) bool {
+		return i < len(toks) && (toks[i].Kind == sqltok.Number || toks[i].Kind == sqltok.Param)
+	}
+	for i := 0; i < len(toks); i++ {
+		if toks[i].IsWord("limit") && i+1 < len(toks) && toks[i+1].IsWord("all") {
+			text[i], text[i+1] = "", ""
+			continue
+		}
+		if !toks[i].IsWord("offset") || !count(i+1) || i > 0 && toks[i-1].Text == "." {
+			continue
+		}
+		j := i + 2
+		if j < len(toks) && (toks[j].IsWord("rows") || toks[j].IsWord("row")) {
+			j++
+		} else {
+			post[i+1] += " ROWS"
+		}
+		if j+1 < len(toks) && toks[j].IsWord("limit") && count(j+1) {
+			text[j], post[j+1] = "FETCH FIRST", post[j+1]+" ROWS ONLY"
 		}
 	}
 }

@@ -22,6 +22,14 @@ func TestLexical(t *testing.T) {
 		{`select date_add('millisecond', n + 1, d), date_diff('millisecond', a, b)`,
 			`select TIMESTAMPADD(MICROSECOND, 1000 * (n + 1), d), TIMESTAMPDIFF(MICROSECOND, a, b) DIV 1000`},
 		{`select date_add(d, interval 1 day)`, `select date_add(d, interval 1 day)`},
+		{`select a from t order by a offset 2 limit 3`, `select a from t order by a offset 2 ROWS FETCH FIRST 3 ROWS ONLY`},
+		{`select a from t offset ? rows limit ?`, `select a from t offset ? rows FETCH FIRST ? ROWS ONLY`},
+		{`select a from t offset 1`, `select a from t offset 1 ROWS`},
+		{`select a from t offset 1 row fetch next 2 rows only`, `select a from t offset 1 row fetch next 2 rows only`},
+		{`select a from t offset 1 limit all`, `select a from t offset 1 ROWS  `},
+		{`select a from t limit all`, `select a from t  `},
+		{`select t.offset from t union all select 1 limit 1`, `select t.offset from t union all select 1 limit 1`},
+		{`select a from t limit 2`, `select a from t limit 2`},
 	} {
 		if got := lexical(c.in); got != c.want {
 			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)
@@ -49,8 +57,9 @@ func TestShow(t *testing.T) {
 		{"show schemas from maria like 'sh%'", "FROM information_schema.schemata) AS s WHERE `Schema` LIKE BINARY 'sh%'"},
 		{"show tables", "table_schema = 'shop'"},
 		{`show tables from maria."Other"`, "table_schema = 'Other'"},
-		{"describe Orders", "table_schema = 'shop' AND table_name = 'orders'"},
-		{"show columns from x.y like 'a\\%' escape '\\'", "table_schema = 'x' AND table_name = 'y') AS s WHERE `Column` LIKE BINARY 'a\\\\%' ESCAPE '\\\\'"},
+		{"describe Orders", "table_schema = 'shop' AND table_name = 'orders' AND NOT EXISTS (SELECT 1 FROM `shop`.`orders` WHERE 1 = 0)"},
+		{`show columns from "a` + "`" + `B"`, "AND NOT EXISTS (SELECT 1 FROM `shop`.`a``B` WHERE 1 = 0)"},
+		{"show columns from x.y like 'a\\%' escape '\\'", "table_schema = 'x' AND table_name = 'y' AND NOT EXISTS (SELECT 1 FROM `x`.`y` WHERE 1 = 0)) AS s WHERE `Column` LIKE BINARY 'a\\\\%' ESCAPE '\\\\'"},
 	} {
 		got, ok := showSQL(c.in, s)
 		if !ok || !strings.Contains(got, c.has) {

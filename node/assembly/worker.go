@@ -104,7 +104,7 @@ func BuildWorker(e env.Env, cfg *config.Config, wCfg worker.Config, deps WorkerD
 		uplink: uplink, observe: deps.Observe}
 	if deps.ForwardClient != nil {
 		qo.forward, err = forward.New(forward.Options{Env: e, Name: wCfg.Name, Secret: q.ControlPlane.Secret.Reveal(), Directory: wk.W,
-			Client: deps.ForwardClient, Registerer: deps.Metrics})
+			Client: deps.ForwardClient, Registerer: deps.Metrics, Advertised: wk.W.Advertised})
 		if err != nil {
 			return nil, err
 		}

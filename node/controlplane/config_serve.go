@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -90,6 +91,10 @@ func (s *ConfigServer) Mount(cp *ControlPlane) {
 	cp.mu.Lock()
 	cp.gate = s.HistoryGate(labelsOf)
 	cp.mu.Unlock()
+	if keeper, ok := cp.reg.(PublishedKeeper); ok {
+		s.restorePublished(keeper)
+		s.OnChange(func(string) { s.keepPublished(keeper) })
+	}
 	if cp.cfg.Metrics != nil {
 		cp.cfg.Metrics.MustRegister(selectorCollector{cp: cp, srv: s})
 	}
@@ -123,6 +128,9 @@ func (s *ConfigServer) Publish(snap *snapshot.WorkerSnapshotV1) error {
 		s.filtered = nil
 		if s.current != nil {
 			s.replaced = append([]*servedConfig{s.current}, s.replaced[:min(len(s.replaced), givenRevisionsKept-1)]...)
+		} else { // the revisions restored from before a restart: the one now published is not one before it
+			s.replaced = slices.DeleteFunc(s.replaced, func(c *servedConfig) bool { return c.snap.Revision == snap.Revision })
+			s.replaced = s.replaced[:min(len(s.replaced), givenRevisionsKept)]
 		}
 	}
 	s.current = &servedConfig{snap: snap, body: body, selective: len(snap.Verdicts(nil)) > 0}

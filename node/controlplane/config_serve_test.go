@@ -60,8 +60,14 @@ type csHarness struct {
 
 func newCSHarness(t *testing.T, poll time.Duration) *csHarness {
 	t.Helper()
+	return newCSHarnessOn(t, poll, registry.NewMemory())
+}
+
+// newCSHarnessOn is newCSHarness's control plane on the registry store reg.
+func newCSHarnessOn(t *testing.T, poll time.Duration, reg registry.Store) *csHarness {
+	t.Helper()
 	e := env.Real(nil)
-	cp := New(e, Config{WorkerSecret: csSecret, AdminToken: csAdminToken, AllowShortTimeouts: true}, registry.NewMemory())
+	cp := New(e, Config{WorkerSecret: csSecret, AdminToken: csAdminToken, AllowShortTimeouts: true}, reg)
 	srv := NewConfigServer(e, poll)
 	srv.Mount(cp)
 	h := &csHarness{t: t, e: e, cp: cp, srv: srv}

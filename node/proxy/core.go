@@ -210,6 +210,17 @@ func (c *Core) Activate(rt *Runtime) {
 	c.changed.Notify()
 }
 
+// Close retires the active runtime once the node's frontends are closed and drained, so that
+// its engines close when its last query ends: an embedded DuckDB file is checkpointed (a copy
+// of the file alone holds every committed write, no WAL beside it) and pooled engine
+// connections end as their protocol says. Later queries fail as not configured.
+func (c *Core) Close() {
+	if rt := c.active.Swap(nil); rt != nil {
+		rt.retire()
+	}
+	c.changed.Notify()
+}
+
 // Ready reports whether a runtime has been activated.
 func (c *Core) Ready() bool { return c.active.Load() != nil }
 

@@ -36,6 +36,10 @@ func (w *Worker) SetEndpoints(endpoints map[string]string) error {
 	return nil
 }
 
+// Advertised is the endpoints SetEndpoints set (nil before): the map is not written after, so
+// callers may read it but must not change it.
+func (w *Worker) Advertised() map[string]string { return w.advertised() }
+
 func (w *Worker) advertised() map[string]string {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -66,7 +66,7 @@ func mysqlInsert(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 	if !ok {
 		return q, nil
 	}
-	col, ok := lookupAI(ctx, conn, db, table)
+	col, ok := cachedAI(ctx, conn, db, table)
 	if !ok {
 		return q, nil // no such column, or no such table: the INSERT says so itself
 	}
@@ -81,17 +81,23 @@ func mysqlInsert(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 
 // lookupAI finds the AUTO_INCREMENT column of table db.table (db "": the current database).
 func lookupAI(ctx context.Context, conn *sql.Conn, db, table string) (aiColumn, bool) {
+	col, ok, _ := readAI(ctx, conn, db, table)
+	return col, ok
+}
+
+// readAI is lookupAI, with the error that left the answer unknown.
+func readAI(ctx context.Context, conn *sql.Conn, db, table string) (aiColumn, bool, error) {
 	rows, err := conn.QueryContext(ctx, "SELECT column_name, coalesce(column_default, '') FROM duckdb_columns() WHERE "+
 		inSchema("database_name", "schema_name", db)+" AND lower(table_name) = lower(?) ORDER BY column_index", table)
 	if err != nil {
-		return aiColumn{}, false
+		return aiColumn{}, false, err
 	}
 	defer rows.Close()
 	var col aiColumn
 	for rows.Next() {
 		var name, dflt string
 		if err := rows.Scan(&name, &dflt); err != nil {
-			return aiColumn{}, false
+			return aiColumn{}, false, err
 		}
 		col.columns = append(col.columns, name)
 		if seq, ok := strings.CutPrefix(dflt, "nextval('"); ok && col.name == "" && strings.Contains(seq, aiPrefix) {
@@ -100,7 +106,10 @@ func lookupAI(ctx context.Context, conn *sql.Conn, db, table string) (aiColumn, 
 			}
 		}
 	}
-	return col, rows.Err() == nil && col.name != ""
+	if err := rows.Err(); err != nil {
+		return aiColumn{}, false, err
+	}
+	return col, col.name != "", nil
 }
 
 // counter is the state of an AUTO_INCREMENT column's counter.
@@ -272,6 +281,23 @@ func argValue(a any) (explicit int64, generate, ok bool) {
 	case int64:
 		return a, a == 0, true
 	case int:
+		return int64(a), a == 0, true
+	case int32:
+		return int64(a), a == 0, true
+	case int16:
+		return int64(a), a == 0, true
+	case int8:
+		return int64(a), a == 0, true
+	case uint32:
+		return int64(a), a == 0, true
+	case uint16:
+		return int64(a), a == 0, true
+	case uint8:
+		return int64(a), a == 0, true
+	case float64: // a JavaScript client's number
+		if a != math.Trunc(a) || math.Abs(a) > 1<<53 {
+			return 0, false, false
+		}
 		return int64(a), a == 0, true
 	case uint64:
 		if a > math.MaxInt64 {

@@ -425,7 +425,7 @@ func namesFor(protocol, written, parsed string) []string {
 		}
 		for i, it := range items {
 			if names[i] = plainName(it); names[i] == "" {
-				names[i] = mysqlItemName(texts[i])
+				names[i] = sqltok.MySQLItemName(texts[i])
 			}
 		}
 	}
@@ -540,26 +540,5 @@ var pgTypeNames = map[string]string{
 // selectItemTexts splits the select list of sqlText's outermost SELECT at its top-level commas
 // and returns each item as written; nil when there is no such list.
 func selectItemTexts(sqlText string) []string {
-	return sqltok.SelectItems(sqlText, sqltok.SignificantTokens(sqlText, sqltok.MySQL), selectModifiers, listEnds)
-}
-
-// selectModifiers may follow SELECT before its first item.
-var selectModifiers = map[string]bool{"distinct": true, "all": true, "distinctrow": true, "high_priority": true,
-	"straight_join": true, "sql_small_result": true, "sql_big_result": true, "sql_buffer_result": true,
-	"sql_no_cache": true, "sql_cache": true, "sql_calc_found_rows": true}
-
-// listEnds are the words that end a select list outside parentheses.
-var listEnds = map[string]bool{"from": true, "where": true, "group": true, "having": true, "order": true,
-	"limit": true, "union": true, "except": true, "intersect": true, "into": true, "window": true,
-	"qualify": true, "for": true, "lock": true}
-
-// mysqlItemName is MySQL's name of an item without an alias: its text as written, but a string
-// literal's value.
-func mysqlItemName(text string) string {
-	toks := sqltok.SignificantTokens(text, sqltok.MySQL)
-	if len(toks) == 1 && toks[0].Kind == sqltok.String && len(text) >= 2 {
-		q := text[:1]
-		return strings.ReplaceAll(text[1:len(text)-1], q+q, q)
-	}
-	return text
+	return sqltok.MySQLSelectItems(sqlText, sqltok.SignificantTokens(sqlText, sqltok.MySQL))
 }

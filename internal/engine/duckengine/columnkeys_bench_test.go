@@ -3,6 +3,7 @@ package duckengine
 import (
 	"context"
 	"io"
+	"strconv"
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -76,5 +77,21 @@ func BenchmarkTableColumnKeys(b *testing.B) {
 		if cols := tableColumnKeys(ctx, conn, "", "t"); len(cols) != 3 {
 			b.Fatalf("columns %v", cols)
 		}
+	}
+}
+
+// BenchmarkInsertThenSelect: a MySQL client's INSERT and then its SELECT of the same table, the
+// write-heavy mix: the SELECT's column keys stay cached across the INSERT (columnkeycache.go).
+func BenchmarkInsertThenSelect(b *testing.B) {
+	qe, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer qe.Close()
+	drainBench(b, qe, &query.Request{SQL: "CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, n INTEGER UNIQUE)"})
+	b.ReportAllocs()
+	for i := range b.N {
+		drainBench(b, qe, &query.Request{SQL: "INSERT INTO t VALUES (" + strconv.Itoa(i) + ", 'a', " + strconv.Itoa(i) + ")", Protocol: query.ProtocolMySQL})
+		drainBench(b, qe, &query.Request{SQL: "SELECT id, name, n FROM t WHERE id = " + strconv.Itoa(i), Protocol: query.ProtocolMySQL})
 	}
 }

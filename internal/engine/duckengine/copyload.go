@@ -133,7 +133,8 @@ func stageCopyRows(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, t c
 	}
 	var lines lineMap
 	err := conn.Raw(func(dc any) error {
-		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", copyStage)
+		c, _ := driverDuckConn(dc)
+		app, err := duckdb.NewAppenderFromConn(c, "", copyStage)
 		if err != nil {
 			return wrapErr(err)
 		}

@@ -67,6 +67,8 @@ type Engine struct {
 	found    foundRows       // MySQL clients' FOUND_ROWS() (foundrows.go)
 	currvals currvalNotes    // currval after setval (pgcurrval.go)
 	keys     columnKeysCache // MySQL clients' column keys by table (columnkeycache.go)
+	// connector is the open database's, under the watchedConnector the pool connects through.
+	connector atomic.Pointer[duckdb.Connector]
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -165,7 +167,8 @@ func (e *Engine) openDB() (*sql.DB, error) {
 		_ = connector.Close()
 		return nil, fmt.Errorf("duckengine %q: %w", e.name, err)
 	}
-	db := sql.OpenDB(connector)
+	e.connector.Store(connector)
+	db := sql.OpenDB(watchedConnector{Connector: connector, keys: &e.keys})
 	db.SetMaxOpenConns(e.reopen.conns)
 	db.SetMaxIdleConns(e.reopen.conns)
 	e.noteDeclaredActions(db)
@@ -463,16 +466,20 @@ func paramTypeName(t duckdb.Type) string {
 // Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	if changesCatalog(q) {
-		e.keys.changing()
-		defer e.keys.changing()
-	}
 	ctx = withColumnKeysCache(ctx, &e.keys)
 	if call, ok, err := readAdvisory(q); ok {
 		if err != nil {
 			return nil, err
 		}
 		return e.advisory.run(ctx, call, q, false)
+	}
+	if maybeRowUpsert(q) { // a statement of its own transaction, on a session's one connection (mysqlupsertrows.go)
+		s, err := e.OpenSession(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		return s.Execute(ctx, q)
 	}
 	q, err := copyOutQuery(q)
 	if err != nil {

@@ -78,7 +78,7 @@ func readSelectVars(sqlText string) (sv selectVars, ok bool) {
 		toks = toks[:n-1]
 	}
 	start := 1
-	for start < len(toks) && toks[start].Kind == sqltok.Word && selectModifiers[strings.ToLower(toks[start].Text)] {
+	for start < len(toks) && toks[start].Kind == sqltok.Word && sqltok.MySQLSelectModifiers[strings.ToLower(toks[start].Text)] {
 		start++
 	}
 	end, order, orderEnd, depth := len(toks), -1, len(toks), 0

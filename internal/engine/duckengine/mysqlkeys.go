@@ -58,7 +58,7 @@ func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []st
 		case at >= 0:
 			out = append(out, keyOf(cols[at]))
 		case sel.counts[i]:
-			out = append(out, engine.WithOrigin(engine.KeyNotNull, engine.ColumnOrigin{}))
+			out = append(out, engine.WithOrigin(engine.KeyNotNull+" "+engine.KeyCount, engine.ColumnOrigin{}))
 		default:
 			out = append(out, engine.WithOrigin("", engine.ColumnOrigin{}))
 		}
@@ -81,6 +81,7 @@ func cachedColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) []t
 		return k.cols
 	}
 	gen := c.gen.Load()
+	c.reads.Add(1)
 	cols := tableColumnKeys(ctx, conn, db, table)
 	if cols != nil {
 		c.put(t, tableKeys{gen: gen, cols: cols})

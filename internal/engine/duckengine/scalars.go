@@ -53,6 +53,18 @@ var scalars = map[string]scalar{
 // registerScalars registers scalars in the database of connector, before the macros that
 // call them are created.
 func registerScalars(connector *duckdb.Connector) error {
+	var errs []error
+	for name, s := range scalars { //determinism:ok each registered alone; errors joined
+		if err := registerScalar(connector, name, s); err != nil {
+			errs = append(errs, fmt.Errorf("register %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// registerScalar registers f under name in the database of connector, on a connection of
+// DuckDB's own (go-duckdb's helpers take no watchedConn).
+func registerScalar(connector *duckdb.Connector, name string, f duckdb.ScalarFunc) error {
 	db := sql.OpenDB(keptConnector{connector}) // closing db closes its connection, not connector
 	defer db.Close()
 	conn, err := db.Conn(context.Background())
@@ -60,13 +72,7 @@ func registerScalars(connector *duckdb.Connector) error {
 		return err
 	}
 	defer conn.Close()
-	var errs []error
-	for name, s := range scalars {
-		if err := duckdb.RegisterScalarUDF(conn, name, s); err != nil {
-			errs = append(errs, fmt.Errorf("register %s: %w", name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return duckdb.RegisterScalarUDF(conn, name, f)
 }
 
 // keptConnector is a connector whose Close is not sql.DB's to call.

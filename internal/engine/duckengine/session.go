@@ -64,13 +64,12 @@ type session struct {
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	if changesCatalog(q) {
-		s.e.keys.changing()
-		defer s.e.keys.changing()
-	}
 	s.holdLast(ctx)
 	if call, ok, err := readAdvisory(q); ok {
 		return s.runAdvisory(ctx, call, q, err)
+	}
+	if rows, handled, err := s.upsertByRows(ctx, q); handled { // mysqlupsertrows.go
+		return rows, err
 	}
 	q, err := copyOutQuery(q)
 	if err != nil {

@@ -192,7 +192,7 @@ func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []an
 		err error
 	)
 	if rawErr := conn.Raw(func(dc any) error {
-		if c, isDuck := dc.(*duckdb.Conn); isDuck {
+		if c, isDuck := driverDuckConn(dc); isDuck {
 			src, ok, err = startStream(ctx, c, sqlText, args)
 		}
 		return nil
@@ -208,7 +208,8 @@ func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []an
 		// Run again with those columns as text: nothing was read yet, and a SELECT changes nothing.
 		_ = src.close()
 		_ = conn.Raw(func(dc any) error {
-			src, ok, err = startStream(ctx, dc.(*duckdb.Conn), wrapped, args)
+			c, _ := driverDuckConn(dc)
+			src, ok, err = startStream(ctx, c, wrapped, args)
 			return nil
 		})
 		if !ok || err != nil {

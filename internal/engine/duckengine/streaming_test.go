@@ -36,14 +36,9 @@ func (c countCalls) Executor() duckdb.ScalarFuncExecutor {
 func TestSelectStreamsWhileDuckDBProduces(t *testing.T) {
 	e := open(t)
 	var calls atomic.Int64
-	conn, err := e.(*duckengine.Engine).DB().Conn(context.Background())
-	if err != nil {
+	if err := duckengine.RegisterScalarUDF(e.(*duckengine.Engine), "qf_counted", countCalls{&calls}); err != nil {
 		t.Fatal(err)
 	}
-	if err := duckdb.RegisterScalarUDF(conn, "qf_counted", countCalls{&calls}); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
 	const total = 5_000_000
 	rows, err := e.Execute(context.Background(), &query.Request{SQL: "SELECT qf_counted(i) AS i, 'row ' || i AS s FROM range(5000000) t(i)"})
 	if err != nil {

@@ -197,35 +197,11 @@ func readSingleTableSelect(sqlText string) (sel tableSelect, ok bool) {
 			return sel, false
 		}
 		items = append(items, itemColumn(toks[start:j]))
-		sel.counts = append(sel.counts, isCountItem(toks[start:j]))
+		sel.counts = append(sel.counts, sqltok.IsCountItem(toks[start:j]))
 		start = j + 1
 	}
 	sel.table, sel.items = table, items
 	return sel, true
-}
-
-// isCountItem reports a select item COUNT(...) [[AS] alias].
-func isCountItem(item []sqltok.Token) bool {
-	if len(item) < 3 || !isWord(item[0], "count") || item[1].Text != "(" {
-		return false
-	}
-	depth, end := 0, 1
-	for ; end < len(item); end++ {
-		if depth += sqltok.ParenStep(item[end]); depth == 0 {
-			break
-		}
-	}
-	if end >= len(item) {
-		return false
-	}
-	rest := item[end+1:]
-	switch {
-	case len(rest) == 0:
-		return true
-	case len(rest) == 2 && isWord(rest[0], "as"):
-		return true
-	}
-	return len(rest) == 1 && (rest[0].Kind == sqltok.Word || rest[0].Kind == sqltok.QuotedIdent)
 }
 
 // tableClauseWords may follow a single table in FROM without changing its columns.

@@ -275,27 +275,7 @@ func tableColumns(ctx context.Context, conn *sql.Conn, db, table string) []strin
 // among given, and keyed, its columns and the primary key's (or first key's); nil when the
 // table has fewer than two keys or none of them is given.
 func givenKey(ctx context.Context, conn *sql.Conn, db, table string, given []string) (key, keyed []string) {
-	rows, err := conn.QueryContext(ctx, "SELECT constraint_column_names FROM duckdb_constraints() WHERE "+
-		inSchema("database_name", "schema_name", db)+" AND lower(table_name) = lower(?) AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') "+
-		"ORDER BY constraint_type <> 'PRIMARY KEY', constraint_index", table)
-	if err != nil {
-		return nil, nil
-	}
-	defer rows.Close()
-	var keys [][]string
-	for rows.Next() {
-		var cols []any
-		if rows.Scan(&cols) != nil {
-			return nil, nil
-		}
-		k := make([]string, len(cols))
-		for i, c := range cols {
-			k[i], _ = c.(string)
-		}
-		keys = append(keys, k)
-	}
-	rows.Close()
-	keys = append(keys, uniqueIndexKeys(ctx, conn, db, table)...)
+	keys := keyedColumns(ctx, conn, db, table)
 	if len(keys) < 2 {
 		return nil, nil
 	}
@@ -308,6 +288,33 @@ func givenKey(ctx context.Context, conn *sql.Conn, db, table string, given []str
 		}
 	}
 	return nil, nil
+}
+
+// keyedColumns are the columns of table db.table's keys: its primary key first, then its unique
+// constraints and unique indexes of columns, in the order they were made (MariaDB's order of a
+// duplicate's search); nil on an error.
+func keyedColumns(ctx context.Context, conn *sql.Conn, db, table string) [][]string {
+	rows, err := conn.QueryContext(ctx, "SELECT constraint_column_names FROM duckdb_constraints() WHERE "+
+		inSchema("database_name", "schema_name", db)+" AND lower(table_name) = lower(?) AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') "+
+		"ORDER BY constraint_type <> 'PRIMARY KEY', constraint_index", table)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var keys [][]string
+	for rows.Next() {
+		var cols []any
+		if rows.Scan(&cols) != nil {
+			return nil
+		}
+		k := make([]string, len(cols))
+		for i, c := range cols {
+			k[i], _ = c.(string)
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	return append(keys, uniqueIndexKeys(ctx, conn, db, table)...)
 }
 
 // uniqueIndexKeys are the columns of table's unique indexes of columns only (an ALTER TABLE's

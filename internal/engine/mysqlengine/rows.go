@@ -125,10 +125,11 @@ func (r *rows) produce(ctx context.Context) {
 		err = r.flush(ctx)
 	}
 	// A MySQL client's SHOW WARNINGS is answered from the statement's own warnings, read here
-	// before the connection serves anyone else (WithWarnings).
+	// before the connection serves anyone else (WithWarnings); a Trino client's statement
+	// fails on a division by zero (trinoWarning).
 	var warnings []Warning
 	warningsRead := true
-	if err == nil && result.Warnings > 0 && r.q.Protocol == query.ProtocolMySQL {
+	if err == nil && result.Warnings > 0 && (r.q.Protocol == query.ProtocolMySQL || r.q.Protocol == query.ProtocolTrino) {
 		warnings, warningsRead = warningsOf(r.e, r.conn, false)
 	}
 	if err != nil && r.abandoned(ctx) {
@@ -151,6 +152,8 @@ func (r *rows) produce(ctx context.Context) {
 			err = ctxErr
 		}
 		ev.err = r.e.wrap(err)
+	case r.q.Protocol == query.ProtocolTrino && trinoWarning(warnings) != nil:
+		ev.err = trinoWarning(warnings)
 	default:
 		ev.tag = r.resultTag(&result, info)
 		if r.q.Protocol == query.ProtocolMySQL {
@@ -389,6 +392,17 @@ func (r *rows) Close() error {
 	for ev := range r.events {
 		if ev.batch != nil {
 			ev.batch.Release()
+		}
+	}
+	return nil
+}
+
+// trinoWarning is the error Trino raises where MariaDB only warns: a division (or MOD) by zero,
+// which MariaDB answers NULL with warning 1365, fails a Trino statement with DIVISION_BY_ZERO.
+func trinoWarning(ws []Warning) error {
+	for _, w := range ws {
+		if w.Code == 1365 {
+			return &query.Error{Code: sqlstate.DivisionByZero, Message: "Division by zero"}
 		}
 	}
 	return nil

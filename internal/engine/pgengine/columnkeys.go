@@ -1,6 +1,7 @@
 package pgengine
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -53,7 +54,7 @@ func (e *Engine) columnKeys(ctx context.Context, q *query.Request, fields []pgco
 		}
 	}
 	if oids == nil {
-		return expressionKeys(len(fields))
+		return expressionKeys(q, len(fields))
 	}
 	conn := e.freeConn(ctx)
 	if conn == nil {
@@ -70,34 +71,39 @@ func (e *Engine) columnKeys(ctx context.Context, q *query.Request, fields []pgco
 		num int16
 	}
 	byColumn := map[column]string{}
+	aliases := fromAliases(q)
 	for rows.Next() {
 		var c column
 		var schema, table, name, key string
 		if rows.Scan(&c.oid, &c.num, &schema, &table, &name, &key) != nil {
 			return nil
 		}
-		// RowDescription says no alias: the table is named by its own name.
-		byColumn[c] = engine.WithOrigin(key, engine.ColumnOrigin{DB: schema, Table: table, OrgTable: table, Column: name})
+		// RowDescription says no alias: the statement's text does (mysqlnames.go).
+		byColumn[c] = engine.WithOrigin(key, engine.ColumnOrigin{DB: schema, Table: cmp.Or(aliases[table], table), OrgTable: table, Column: name})
 	}
 	if rows.Err() != nil {
 		return nil
 	}
-	keys := make([]string, len(fields))
+	keys := expressionKeys(q, len(fields))
 	for i, f := range fields {
-		var ok bool
-		if keys[i], ok = byColumn[column{f.TableOID, int16(f.TableAttributeNumber)}]; !ok {
-			keys[i] = engine.WithOrigin("", engine.ColumnOrigin{}) // an expression
+		if key, ok := byColumn[column{f.TableOID, int16(f.TableAttributeNumber)}]; ok {
+			keys[i] = key
 		}
 	}
 	return keys
 }
 
 // expressionKeys are n columns' keys when none is a table's: MariaDB names no origin for an
-// expression.
-func expressionKeys(n int) []string {
+// expression, and a COUNT is NOT NULL (engine.KeyCount).
+func expressionKeys(q *query.Request, n int) []string {
+	counts := countItems(q, n)
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = engine.WithOrigin("", engine.ColumnOrigin{})
+		key := ""
+		if counts[i] {
+			key = engine.KeyNotNull + " " + engine.KeyCount
+		}
+		keys[i] = engine.WithOrigin(key, engine.ColumnOrigin{})
 	}
 	return keys
 }

@@ -264,14 +264,14 @@ type querier interface {
 // Execute runs q. Cancelling ctx cancels the statement on the server (cancelOnServer): once
 // Execute, Next or Close returns, it no longer runs there.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	return e.execute(ctx, e.pool, q)
+	return e.execute(withSearchPath(ctx, q), e.pool, q)
 }
 
 var _ engine.SessionOpener = (*Engine)(nil)
 
 // OpenSession pins one pooled connection for a client's transaction.
 func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
-	conn, err := e.pool.Acquire(ctx)
+	conn, err := e.pool.Acquire(withSearchPath(ctx, q))
 	if err != nil {
 		return nil, wrapErr(err)
 	}
@@ -284,7 +284,7 @@ type session struct {
 }
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	return s.e.execute(ctx, s.conn, q)
+	return s.e.execute(withSearchPath(ctx, q), s.conn, q)
 }
 
 // TxStatus is the connection's status; a broken connection counts as idle, so the frontend
@@ -335,6 +335,9 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		sqlText = trino.SQL
 		defer func() { placeInClientText(err, trino) }()
 	}
+	if len(q.Args) > 0 {
+		sqlText = cachedUnder(ctx, sqlText)
+	}
 	rows, err := db.Query(ctx, sqlText, args...)
 	if err != nil {
 		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
@@ -353,6 +356,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		}
 		return engine.TagRows(rows.CommandTag().String()), nil
 	}
+	fields = mysqlNames(q, fields)
 	sh, err := e.shapes.of(fields, e.columnKeys(ctx, q, fields))
 	if err != nil {
 		stop()

@@ -60,25 +60,42 @@ const (
 
 var backstopSQL = fmt.Sprintf("SET client_connection_check_interval = '%dms'", ClientCheckInterval.Milliseconds())
 
-// retag gives pc the tag of ctx (base without one) unless it has it already.
+// retag gives pc the tag of ctx (base without one) and the search_path of ctx
+// (searchpath.go), in one round trip, unless it has them already.
 func retag(ctx context.Context, pc *pgconn.PgConn, base string) error {
 	want := query.EngineTag(ctx)
 	if want == "" {
 		want = base
 	}
-	if cur, _ := pc.CustomData()[tagKey].(string); cur == want {
+	path := searchPathOf(ctx)
+	data := pc.CustomData()
+	cur, _ := data[tagKey].(string)
+	curPath, _ := data[searchPathKey].(string)
+	if cur == want && curPath == path {
 		return nil
 	}
-	if _, err := pc.Exec(ctx, setTagSQL(want)).ReadAll(); err != nil {
+	sql := "SELECT "
+	if cur != want {
+		sql += setTagItem(want)
+	}
+	if curPath != path {
+		if cur != want {
+			sql += ", "
+		}
+		sql += setSearchPathSQL(path)
+	}
+	if _, err := pc.Exec(ctx, sql).ReadAll(); err != nil {
 		return fmt.Errorf("pgengine: tagging the session: %w", err)
 	}
-	pc.CustomData()[tagKey] = want
+	data[tagKey], data[searchPathKey] = want, path
 	return nil
 }
 
 // setTagSQL sets application_name to tag, quoted as a literal.
-func setTagSQL(tag string) string {
-	return "SELECT set_config('application_name', '" + strings.ReplaceAll(tag, "'", "''") + "', false)"
+func setTagSQL(tag string) string { return "SELECT " + setTagItem(tag) }
+
+func setTagItem(tag string) string {
+	return "set_config('application_name', '" + strings.ReplaceAll(tag, "'", "''") + "', false)"
 }
 
 // rawTag is a relay connection's tagging state.

@@ -104,7 +104,7 @@ func (s *Server) openAtOwner(ctx context.Context, fwd *forward.Forwarder, owner,
 		fwd.Observe(forward.FlightSQL, forward.OutcomeUnknown, 0)
 		return nil, nil, err
 	}
-	reader, err := s.doGetAt(ctx, fwd, conn, owner, handle)
+	reader, err := s.doGetAt(ctx, fwd, conn, owner, ep, handle)
 	if err != nil {
 		conn.Close()
 		fwd.Observe(forward.FlightSQL, forward.OutcomeUnreachable, 0)
@@ -113,14 +113,14 @@ func (s *Server) openAtOwner(ctx context.Context, fwd *forward.Forwarder, owner,
 	return reader, conn, nil
 }
 
-func (s *Server) doGetAt(ctx context.Context, fwd *forward.Forwarder, conn *grpc.ClientConn, owner, handle string) (*flight.Reader, error) {
+func (s *Server) doGetAt(ctx context.Context, fwd *forward.Forwarder, conn *grpc.ClientConn, owner, ep, handle string) (*flight.Reader, error) {
 	ticket, err := fsql.CreateStatementQueryTicket([]byte(handle))
 	if err != nil {
 		return nil, err
 	}
 	user := userOf(ctx)
 	pairs := []string{headerUser, user}
-	for k, v := range fwd.Outbound(owner, forward.BindFlightSQL(user), clientAddr(ctx), isTLS(ctx)) {
+	for k, v := range fwd.Outbound(owner, ep, forward.BindFlightSQL(user), clientAddr(ctx), isTLS(ctx)) {
 		pairs = append(pairs, strings.ToLower(k), v)
 	}
 	octx, cancel := context.WithTimeout(ctx, forward.DialTimeout)

@@ -53,8 +53,10 @@ func tableIs(ref fsql.TableRef, r []string, from int) bool {
 	return catalogMatches(ref.Catalog, r[from]) && catalogMatches(ref.DBSchema, r[from+1]) && r[from+2] == ref.Table
 }
 
-// keysAnswer streams the foreign key rows keep selects, in key order within each key.
-func (s *Server) keysAnswer(ctx context.Context, keep func([]string) bool) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+// keysAnswer streams the foreign key rows keep selects, ordered as Flight SQL says: by the
+// referenced side (pkSide: GetImportedKeys, GetCrossReference) or the referencing side
+// (GetExportedKeys), then by each key's sequence. SQL promises no order of its own.
+func (s *Server) keysAnswer(ctx context.Context, keep func([]string) bool, pkSide bool) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	rows, err := s.foreignKeys(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -65,8 +67,12 @@ func (s *Server) keysAnswer(ctx context.Context, keep func([]string) bool) (*arr
 			out = append(out, r)
 		}
 	}
+	order := foreignKeyOf
+	if pkSide {
+		order = referencedKeyOf
+	}
 	sort.SliceStable(out, func(i, j int) bool {
-		if ki, kj := foreignKeyOf(out[i]), foreignKeyOf(out[j]); ki != kj {
+		if ki, kj := order(out[i]), order(out[j]); ki != kj {
 			return ki < kj
 		}
 		return keySequence(out[i][8]) < keySequence(out[j][8])
@@ -87,10 +93,17 @@ func (s *Server) keysAnswer(ctx context.Context, keep func([]string) bool) (*arr
 	return singleBatch(schema, b.NewRecordBatch())
 }
 
-// foreignKeyOf names the key a row's column pair belongs to: the referencing table and the
-// constraint.
+// foreignKeyOf names the key a row's column pair belongs to from the referencing side: its
+// table and the constraint (GetExportedKeys' order).
 func foreignKeyOf(r []string) string {
 	return strings.Join([]string{r[4], r[5], r[6], r[9]}, "\x00")
+}
+
+// referencedKeyOf names it from the referenced side: the referenced table and key, then the
+// constraint (on MySQL every referenced primary key is named PRIMARY: two keys to one table
+// must not interleave). GetImportedKeys' and GetCrossReference's order.
+func referencedKeyOf(r []string) string {
+	return strings.Join([]string{r[0], r[1], r[2], r[10], r[4], r[5], r[6], r[9]}, "\x00")
 }
 
 // keyRule is Flight SQL's number for an update or delete rule (its UpdateDeleteRules).
@@ -114,7 +127,7 @@ func (s *Server) GetFlightInfoImportedKeys(_ context.Context, _ fsql.TableRef, d
 
 // DoGetImportedKeys lists the keys the table references (it is the fk_ side).
 func (s *Server) DoGetImportedKeys(ctx context.Context, ref fsql.TableRef) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	return s.keysAnswer(ctx, func(r []string) bool { return tableIs(ref, r, 4) })
+	return s.keysAnswer(ctx, func(r []string) bool { return tableIs(ref, r, 4) }, true)
 }
 
 func (s *Server) GetFlightInfoExportedKeys(_ context.Context, _ fsql.TableRef, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
@@ -123,7 +136,7 @@ func (s *Server) GetFlightInfoExportedKeys(_ context.Context, _ fsql.TableRef, d
 
 // DoGetExportedKeys lists the keys that reference the table (it is the pk_ side).
 func (s *Server) DoGetExportedKeys(ctx context.Context, ref fsql.TableRef) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	return s.keysAnswer(ctx, func(r []string) bool { return tableIs(ref, r, 0) })
+	return s.keysAnswer(ctx, func(r []string) bool { return tableIs(ref, r, 0) }, false)
 }
 
 func (s *Server) GetFlightInfoCrossReference(_ context.Context, _ fsql.CrossTableRef, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
@@ -132,5 +145,5 @@ func (s *Server) GetFlightInfoCrossReference(_ context.Context, _ fsql.CrossTabl
 
 // DoGetCrossReference lists the keys by which one table references the other.
 func (s *Server) DoGetCrossReference(ctx context.Context, ref fsql.CrossTableRef) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	return s.keysAnswer(ctx, func(r []string) bool { return tableIs(ref.PKRef, r, 0) && tableIs(ref.FKRef, r, 4) })
+	return s.keysAnswer(ctx, func(r []string) bool { return tableIs(ref.PKRef, r, 0) && tableIs(ref.FKRef, r, 4) }, true)
 }

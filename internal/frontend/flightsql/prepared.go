@@ -312,20 +312,51 @@ func goValue(a arrow.Array, i int) (any, error) {
 		return a.Value(i), nil
 	case *array.LargeString:
 		return a.Value(i), nil
+	case *array.StringView:
+		return a.Value(i), nil
+	case *array.Float16:
+		return float64(a.Value(i).Float32()), nil
 	case *array.Binary:
+		return append([]byte(nil), a.Value(i)...), nil
+	case *array.LargeBinary:
+		return append([]byte(nil), a.Value(i)...), nil
+	case *array.BinaryView:
+		return append([]byte(nil), a.Value(i)...), nil
+	case *array.FixedSizeBinary:
 		return append([]byte(nil), a.Value(i)...), nil
 	case *array.Date32:
 		return a.Value(i).ToTime().Format(time.DateOnly), nil
+	case *array.Date64:
+		return a.Value(i).ToTime().Format(time.DateOnly), nil
+	case *array.Time32:
+		return a.Value(i).ToTime(a.DataType().(*arrow.Time32Type).Unit).Format("15:04:05.999999999"), nil
+	case *array.Time64:
+		return a.Value(i).ToTime(a.DataType().(*arrow.Time64Type).Unit).Format("15:04:05.999999999"), nil
 	case *array.Timestamp:
 		return a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UTC(), nil
+	case *array.Dictionary:
+		return goValue(a.Dictionary(), a.GetValueIndex(i))
+	case array.ListLike:
+		if _, isMap := a.(*array.Map); isMap {
+			break
+		}
+		from, to := a.ValueOffsets(i)
+		out := make([]any, 0, to-from)
+		for j := from; j < to; j++ {
+			v, err := goValue(a.ListValues(), int(j))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
 	case *array.DenseUnion: // Flight SQL clients send parameters as a dense union of types
 		child := a.Field(a.ChildID(i))
 		return goValue(child, int(a.ValueOffset(i)))
 	case *array.SparseUnion:
 		return goValue(a.Field(a.ChildID(i)), i)
 	}
-	if d, ok := a.DataType().(arrow.DecimalType); ok {
-		_ = d
+	if _, ok := a.DataType().(arrow.DecimalType); ok {
 		return a.ValueStr(i), nil
 	}
 	return nil, fmt.Errorf("unsupported type %s", a.DataType())
@@ -346,7 +377,7 @@ func checkColumn(a arrow.Array, rows int) error {
 	}
 	switch a := a.(type) {
 	case *array.Boolean:
-		if len(buffers) < 2 || buffers[1] == nil || int64(buffers[1].Len()) < need {
+		if need > 0 && (len(buffers) < 2 || buffers[1] == nil || int64(buffers[1].Len()) < need) { // an empty column may have no buffer
 			return fmt.Errorf("its boolean values are shorter than its %d rows", d.Len())
 		}
 	case array.Union:

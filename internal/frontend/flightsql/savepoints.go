@@ -59,23 +59,24 @@ func (s *Server) BeginSavepoint(ctx context.Context, req fsql.ActionBeginSavepoi
 	return []byte(id), nil
 }
 
+// endSavepointSQL is what each EndSavepoint action runs, before the savepoint's name.
+var endSavepointSQL = map[fsql.EndSavepointRequestType]string{
+	fsql.EndSavepointRelease:  "RELEASE SAVEPOINT ",
+	fsql.EndSavepointRollback: "ROLLBACK TO SAVEPOINT ",
+}
+
 // EndSavepoint releases a savepoint or rolls back to it.
 func (s *Server) EndSavepoint(ctx context.Context, req fsql.ActionEndSavepointRequest) error {
-	var verb string
-	switch req.GetAction() {
-	case fsql.EndSavepointRelease:
-		verb = "RELEASE SAVEPOINT "
-	case fsql.EndSavepointRollback:
-		verb = "ROLLBACK TO SAVEPOINT "
-	default:
-		return status.Errorf(codes.InvalidArgument, "EndSavepoint: action %v is neither release nor rollback", req.GetAction())
+	verb, err := endAction("EndSavepoint", req.GetAction(), endSavepointSQL)
+	if err != nil {
+		return err
 	}
 	id := string(req.GetSavepointId())
 	txID, _, ok := strings.Cut(id, ":")
-	if !ok {
+	if !ok || txID == "" {
 		return errUnknownSavepoint
 	}
-	tx, err := s.claimTx(ctx, []byte(txID))
+	tx, err := s.takeTx(ctx, []byte(txID), false)
 	if err != nil {
 		return err
 	}

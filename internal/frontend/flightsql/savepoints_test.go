@@ -9,8 +9,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/queryflux/queryflux/internal/engine"
 )
 
 // TestSavepointsAsArrowGoUsesThem: arrow-go's client takes savepoints in a transaction,
@@ -110,4 +113,51 @@ func sqlInfoValue(t *testing.T, ctx context.Context, c *fsql.Client, id fsql.Sql
 	}
 	u := r.RecordBatch().Column(1).(*array.DenseUnion)
 	return u.Field(u.ChildID(0)).ValueStr(int(u.ValueOffset(0)))
+}
+
+// TestEndActionsRefuseWhatTheyDoNotTake: EndTransaction and EndSavepoint refuse an action they
+// do not take (naming those they do) before touching the transaction, which stays open; a
+// savepoint id naming no transaction (":x") is an unknown savepoint. (It was taken for no
+// transaction, and the nil one read under the server's lock: a panic that gRPC's recovery
+// answered left the lock held, and every later call of every client waited on it.)
+func TestEndActionsRefuseWhatTheyDoNotTake(t *testing.T) {
+	s, err := NewServer(engineCore(t, engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.WithValue(context.Background(), userKey{}, "alice")
+	for _, bad := range []string{":x", ":", "x"} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("savepoint id %q: panic %v", bad, r) // s is left unclosed: its lock may be held
+				}
+			}()
+			err = s.EndSavepoint(ctx, &pb.ActionEndSavepointRequest{SavepointId: []byte(bad), Action: pb.ActionEndSavepointRequest_END_SAVEPOINT_RELEASE})
+			wantCode(t, "savepoint id "+bad, err, codes.InvalidArgument)
+		}()
+	}
+	defer s.Close()
+	id, err := s.BeginTransaction(ctx, &pb.ActionBeginTransactionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.EndTransaction(ctx, &pb.ActionEndTransactionRequest{TransactionId: id})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "END_TRANSACTION_COMMIT, END_TRANSACTION_ROLLBACK") {
+		t.Fatalf("EndTransaction without an action: %v", err)
+	}
+	sp, err := s.BeginSavepoint(ctx, &pb.ActionBeginSavepointRequest{TransactionId: id, Name: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.EndSavepoint(ctx, &pb.ActionEndSavepointRequest{SavepointId: sp})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "END_SAVEPOINT_RELEASE, END_SAVEPOINT_ROLLBACK") {
+		t.Fatalf("EndSavepoint without an action: %v", err)
+	}
+	if err := s.EndSavepoint(ctx, &pb.ActionEndSavepointRequest{SavepointId: sp, Action: pb.ActionEndSavepointRequest_END_SAVEPOINT_RELEASE}); err != nil {
+		t.Fatalf("the savepoint after the refusals: %v", err)
+	}
+	if err := s.EndTransaction(ctx, &pb.ActionEndTransactionRequest{TransactionId: id, Action: pb.ActionEndTransactionRequest_END_TRANSACTION_COMMIT}); err != nil {
+		t.Fatalf("the transaction after the refusals: %v", err)
+	}
 }

@@ -187,6 +187,58 @@ func TestForeignKeysBothWays(t *testing.T) {
 	}
 }
 
+// TestForeignKeysInFlightSQLsOrder: the foreign key listings come in the order Flight SQL
+// gives each (imported keys and a cross reference by the referenced table and key, exported
+// keys by the referencing table and key; then key sequence), whatever order the engine
+// answers information_schema in: keys whose column order is neither name nor declaration
+// order, a table with keys to two tables declared in the other order, two tables referencing
+// one; also through a backend answering every row reversed.
+func TestForeignKeysInFlightSQLsOrder(t *testing.T) {
+	for name, backend := range catalogBackends(t) {
+		for i, order := range []string{"as answered", "reversed"} {
+			t.Run(name+"/"+order, func(t *testing.T) {
+				p := fmt.Sprintf("o%d_", i) // MariaDB's database is one for both
+				b := backend(t)
+				if order == "reversed" {
+					b = reversedRows{b}
+				}
+				cl := startServer(t, b, Options{Auth: passwords{"alice": "pw"}})
+				ctx := login(t, cl, "alice", "pw")
+				mustUpdate(t, ctx, cl, "CREATE TABLE "+p+"zeta (a INTEGER, b INTEGER, c INTEGER, d INTEGER, PRIMARY KEY (c, a, d, b))")
+				mustUpdate(t, ctx, cl, "CREATE TABLE "+p+"alpha (id INTEGER PRIMARY KEY)")
+				mustUpdate(t, ctx, cl, "CREATE TABLE "+p+"kc (w INTEGER, x INTEGER, y INTEGER, z INTEGER, zr INTEGER, "+
+					"FOREIGN KEY (z, x, w, y) REFERENCES "+p+"zeta (c, a, d, b), FOREIGN KEY (zr) REFERENCES "+p+"alpha (id))")
+				mustUpdate(t, ctx, cl, "CREATE TABLE "+p+"kb (n INTEGER, o INTEGER, q INTEGER, r INTEGER, "+
+					"FOREIGN KEY (r, q, o, n) REFERENCES "+p+"zeta (c, a, d, b))")
+				pairs := func(info *flight.FlightInfo, err error) string {
+					t.Helper()
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, rows := fetch(t, ctx, cl, info)
+					var got []string
+					for _, r := range rows {
+						got = append(got, strings.TrimPrefix(r[2], p)+"."+r[3]+"<-"+strings.TrimPrefix(r[6], p)+"."+r[7]+"#"+r[8])
+					}
+					return fmt.Sprint(got)
+				}
+				if got, want := pairs(cl.GetImportedKeys(ctx, fsql.TableRef{Table: p + "kc"})),
+					"[alpha.id<-kc.zr#1 zeta.c<-kc.z#1 zeta.a<-kc.x#2 zeta.d<-kc.w#3 zeta.b<-kc.y#4]"; got != want {
+					t.Errorf("imported keys of kc:\n got %s\nwant %s", got, want)
+				}
+				if got, want := pairs(cl.GetExportedKeys(ctx, fsql.TableRef{Table: p + "zeta"})),
+					"[zeta.c<-kb.r#1 zeta.a<-kb.q#2 zeta.d<-kb.o#3 zeta.b<-kb.n#4 zeta.c<-kc.z#1 zeta.a<-kc.x#2 zeta.d<-kc.w#3 zeta.b<-kc.y#4]"; got != want {
+					t.Errorf("exported keys of zeta:\n got %s\nwant %s", got, want)
+				}
+				if got, want := pairs(cl.GetCrossReference(ctx, fsql.TableRef{Table: p + "zeta"}, fsql.TableRef{Table: p + "kc"})),
+					"[zeta.c<-kc.z#1 zeta.a<-kc.x#2 zeta.d<-kc.w#3 zeta.b<-kc.y#4]"; got != want {
+					t.Errorf("cross reference zeta <- kc:\n got %s\nwant %s", got, want)
+				}
+			})
+		}
+	}
+}
+
 // catalogBackends open a backend on each engine kind whose catalog the metadata calls read:
 // PostgreSQL and DuckDB behind a proxy core, MariaDB (which describes nothing) behind the
 // test backend.

@@ -3,7 +3,10 @@ package flightsql
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,24 +127,36 @@ func runToEnd(ctx context.Context, sess engine.Session, q *query.Request) error 
 	return drain(ctx, rows)
 }
 
+// endTransactionSQL is what each EndTransaction action runs.
+var endTransactionSQL = map[fsql.EndTransactionRequestType]string{
+	fsql.EndTransactionCommit:   "COMMIT",
+	fsql.EndTransactionRollback: "ROLLBACK",
+}
+
+// endAction is the statement sqls gives an End call's action, or the call's InvalidArgument
+// naming the action and those it takes (EndTransaction, EndSavepoint).
+func endAction[A interface {
+	~int32
+	fmt.Stringer
+}](call string, action A, sqls map[A]string) (string, error) {
+	if sql, ok := sqls[action]; ok {
+		return sql, nil
+	}
+	var takes []string
+	for a := range sqls { //determinism:ok sorted below
+		takes = append(takes, a.String())
+	}
+	slices.Sort(takes)
+	return "", status.Errorf(codes.InvalidArgument, "%s: action %v is none of %s", call, action, strings.Join(takes, ", "))
+}
+
 // EndTransaction commits or rolls back a transaction of the caller's user and unpins it.
 func (s *Server) EndTransaction(ctx context.Context, req fsql.ActionEndTransactionRequest) error {
-	var sql string
-	switch req.GetAction() {
-	case fsql.EndTransactionCommit:
-		sql = "COMMIT"
-	case fsql.EndTransactionRollback:
-		sql = "ROLLBACK"
-	default:
-		return status.Errorf(codes.InvalidArgument, "EndTransaction: action %v is neither commit nor rollback", req.GetAction())
+	sql, err := endAction("EndTransaction", req.GetAction(), endTransactionSQL)
+	if err != nil {
+		return err
 	}
-	id := string(req.GetTransactionId())
-	s.mu.Lock()
-	tx, err := s.txLocked(ctx, id)
-	if err == nil {
-		s.forgetTxLocked(id, tx)
-	}
-	s.mu.Unlock()
+	tx, err := s.takeTx(ctx, req.GetTransactionId(), true)
 	if err != nil {
 		return err
 	}
@@ -213,11 +228,22 @@ func (s *Server) claimTx(ctx context.Context, id []byte) (*transaction, error) {
 	if len(id) == 0 {
 		return nil, nil
 	}
+	return s.takeTx(ctx, id, false)
+}
+
+// takeTx finds the caller's idle transaction id for a call: end (EndTransaction) forgets it,
+// the caller then ending it, broken or not; otherwise it is claimed busy for one statement
+// (claimTx, EndSavepoint), which a broken one refuses with its failure.
+func (s *Server) takeTx(ctx context.Context, id []byte, end bool) (*transaction, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tx, err := s.txLocked(ctx, string(id))
 	if err != nil {
 		return nil, err
+	}
+	if end {
+		s.forgetTxLocked(string(id), tx)
+		return tx, nil
 	}
 	if tx.broken != nil {
 		return nil, tx.broken

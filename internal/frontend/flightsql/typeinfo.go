@@ -120,29 +120,53 @@ var (
 	}
 )
 
-// typesOf is the type list of the engine the caller's statements route to: each engine kind
-// is told by what only it implements (PostgreSQL's wire relay, MySQL's client collations,
-// DuckDB's savepoints kept by name); any other is Trino. A backend that cannot say where it
-// routes is asked as an engine itself.
-func (s *Server) typesOf(ctx context.Context) []xdbcType {
+// engineKind is the kind of engine a caller's statements route to: what its SQL and its
+// types are.
+type engineKind int
+
+const (
+	kindTrino engineKind = iota
+	kindPostgres
+	kindMySQL
+	kindDuckDB
+)
+
+// kindOf is the kind of engine the caller's statements route to: each kind is told by what
+// only it implements (PostgreSQL's wire relay, MySQL's client collations, DuckDB's savepoints
+// kept by name); any other is Trino. A backend that cannot say where it routes is asked as an
+// engine itself.
+func (s *Server) kindOf(ctx context.Context) engineKind {
 	kinds := []struct {
-		types  []xdbcType
+		kind   engineKind
 		marker func(any) bool
 	}{
-		{xdbcPostgres, func(e any) bool { _, ok := e.(engine.PGWireOpener); return ok }},
-		{xdbcMySQL, func(e any) bool { _, ok := e.(engine.ClientCollationTaker); return ok }},
-		{xdbcDuckDB, func(e any) bool { _, ok := e.(savepointRefuser); return ok }},
+		{kindPostgres, func(e any) bool { _, ok := e.(engine.PGWireOpener); return ok }},
+		{kindMySQL, func(e any) bool { _, ok := e.(engine.ClientCollationTaker); return ok }},
+		{kindDuckDB, func(e any) bool { _, ok := e.(savepointRefuser); return ok }},
 	}
 	r, routes := s.backend.(interface {
 		RoutesTo(q *query.Request, is func(query.Engine) bool) bool
 	})
 	for _, k := range kinds {
 		if routes && r.RoutesTo(s.request(ctx, "SELECT 1", nil), func(e query.Engine) bool { return k.marker(e) }) {
-			return k.types
+			return k.kind
 		}
 		if !routes && k.marker(s.backend) {
-			return k.types
+			return k.kind
 		}
+	}
+	return kindTrino
+}
+
+// typesOf is the type list of the engine the caller's statements route to.
+func (s *Server) typesOf(ctx context.Context) []xdbcType {
+	switch s.kindOf(ctx) {
+	case kindPostgres:
+		return xdbcPostgres
+	case kindMySQL:
+		return xdbcMySQL
+	case kindDuckDB:
+		return xdbcDuckDB
 	}
 	return xdbcTrino
 }

@@ -25,7 +25,8 @@ import (
 //     forgotten); MariaDB does the same;
 //   - on success the connection is the new user's, in the database the command names; on
 //     failure (1045) it stays the old user's, as MariaDB keeps it, and the failure counts as a
-//     failed login (the Gate's, the Users' FailureObserver).
+//     failed login (the Gate's, the Users' FailureObserver); a database that does not exist
+//     (1049, database.go) keeps the old user and database too.
 
 // changeUserRequest is what a COM_CHANGE_USER carries.
 type changeUserRequest struct {
@@ -74,11 +75,20 @@ func (h *session) changeUser(data []byte) any {
 		}
 		return me
 	}
-	h.mu.Lock()
-	h.user = req.user
-	h.mu.Unlock()
+	old := h.user
+	h.setUser(req.user)
+	if err := h.knownDatabase(req.db); err != nil {
+		h.setUser(old) // as MariaDB keeps the user and the database
+		return err
+	}
 	h.db = req.db
 	return nil
+}
+
+func (h *session) setUser(user string) {
+	h.mu.Lock()
+	h.user = user
+	h.mu.Unlock()
 }
 
 // authenticateAgain checks req's password as a login's (authProvider.Authenticate), asking

@@ -87,6 +87,9 @@ func inClientCollation(col *column, f arrow.Field, id uint8) {
 	case mysqlcharset.IsLatin1(id):
 		mf.Charset, col.toLatin1 = uint16(collationOf(id).ID), true
 	}
+	if col.charLength {
+		mf.ColumnLength = mf.ColumnLength / 4 * uint32(collationOf(id).MaxLen)
+	}
 }
 
 // fromMySQLEngine reports whether f is a column a MySQL engine described (its values in the

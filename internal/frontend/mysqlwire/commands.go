@@ -84,10 +84,10 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 	case mysql.COM_PING:
 		return nil
 	case mysql.COM_INIT_DB:
-		if err := h.UseDB(string(data)); err != nil {
+		if err := h.knownDatabase(string(data)); err != nil {
 			return err
 		}
-		return nil
+		return h.UseDB(string(data))
 	case mysql.COM_FIELD_LIST:
 		return h.fieldList(data)
 	case mysql.COM_STMT_PREPARE:

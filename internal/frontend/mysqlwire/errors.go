@@ -71,6 +71,7 @@ var byState = map[string]mysqlCode{
 	sqlstate.DeadlockDetected:             {mysql.ER_LOCK_DEADLOCK, sqlstate.SerializationFailure},
 	sqlstate.LockNotAvailable:             {mysql.ER_LOCK_WAIT_TIMEOUT, sqlstate.MySQLGeneralError},
 	sqlstate.InFailedSQLTransaction:       {mysql.ER_UNKNOWN_ERROR, sqlstate.MySQLGeneralError},
+	sqlstate.ReadOnlySQLTransaction:       {mysql.ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, sqlstate.ReadOnlySQLTransaction}, // 1792: a file opened read-only, as MariaDB's READ ONLY transaction
 	sqlstate.AdminShutdown:                {mysql.ER_SERVER_SHUTDOWN, sqlstate.MySQLCommunicationLink},
 }
 

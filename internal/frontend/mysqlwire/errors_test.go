@@ -29,6 +29,7 @@ func TestProxyErrorsMapToMySQL(t *testing.T) {
 		{&query.Error{Code: "23505", Message: "duplicate key"}, 1062, "23000"},
 		{&query.Error{Code: "23000", Message: "NOT NULL constraint failed: t.x"}, 1048, "23000"},
 		{&query.Error{Code: "22012", Message: "division by zero"}, 1365, "22012"},
+		{&query.Error{Code: "25006", Message: "attached in read-only mode"}, 1792, "25006"},
 		{&query.Error{Code: "XX999", Message: "unknown"}, 1105, "HY000"},
 		{&query.Error{Code: "42S02", Message: "Table 'x' doesn't exist (MySQL error 1146)"}, 1146, "42S02"},
 		{context.Canceled, 1317, "70100"},

@@ -603,4 +603,35 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec delete from kp",
 		"select * from kt",
 	}},
+	// Upserts of a table a foreign key references (Sequelize's upsert and bulkCreate with
+	// updateOnDuplicate, TypeORM's upsert on a unique column, Knex's onConflict().merge()): the row
+	// whichever key finds it updated, in place; affected rows 1 / 2 / 0, the ids InnoDB gives (a
+	// multi-row statement reserves an id a row, a row that updates gives its id back to the next),
+	// in a transaction too, a changed referenced key refused. DuckDB refused each that updated a
+	// row (1452, "still referenced": its DO UPDATE deletes and inserts) and, with the id DEFAULT,
+	// took the primary key as the conflict (1062 on the unique column).
+	{"upserts of a referenced table", []string{
+		"exec create table up (id int auto_increment primary key, u varchar(20) unique, n varchar(20), k int default 0)",
+		"exec create table uc (id int auto_increment primary key, pid int, foreign key (pid) references up (id))",
+		"exec insert into up (u, n) values ('a', 'A'), ('b', 'B')",
+		"exec insert into uc (pid) values (1), (2)",
+		"exec insert into up (u, n) values ('b', 'B2') on duplicate key update n = values(n)",
+		"select last_insert_id()",
+		"exec insert into up (u, n) values ('b', 'B2') on duplicate key update n = values(n)",
+		"exec insert into up (id, u, n) values (1, 'a', 'A2') on duplicate key update id = values(id), u = values(u), n = values(n)",
+		"exec insert into up (u, n) values ('z', 'Z'), ('a', 'A3') on duplicate key update n = values(n), k = k + 1",
+		"exec insert into `up` (`id`, `u`, `n`) values (default, 'A', 'A4'), (null, 'y', 'Y') on duplicate key update `n` = concat(`n`, values(`n`))",
+		"select last_insert_id()",
+		"select * from up order by id",
+		"exec start transaction",
+		"exec insert into up (u, n) values ('b', 'B5'), ('x', 'X') on duplicate key update n = values(n)",
+		"exec insert into up (id, u) values (2, 'b') on duplicate key update id = 20",
+		"exec rollback",
+		"exec insert into up (id, u) values (2, 'b') on duplicate key update id = 20",
+		"select * from up order by id",
+		"exec insert into up (u, n) values ('q', 'Q')",
+		"exec insert into up (id, u, n) values (?, ?, ?), (?, ?, ?) on duplicate key update id = values(id), n = concat(?, values(n)) <- 1, a, P, 0, w, W, +",
+		"select last_insert_id()",
+		"select * from up order by id",
+	}},
 }

@@ -97,7 +97,8 @@ func written() *mysql.Result {
 	}}
 }
 
-// UseDB handles COM_INIT_DB and the handshake's database.
+// UseDB takes the handshake's database (go-mysql's call), and COM_INIT_DB's once it is known
+// (database.go).
 func (h *session) UseDB(db string) error {
 	h.db = db
 	return nil
@@ -715,6 +716,9 @@ func (h *session) local(sql string) (*mysql.Result, error, bool) {
 		return nil, nil, false
 	}
 	if m := useStmt.FindStringSubmatch(sql); m != nil {
+		if err := h.knownDatabase(m[1]); err != nil {
+			return nil, err, true
+		}
 		h.db = m[1]
 		return nil, nil, true
 	}

@@ -42,6 +42,10 @@ type column struct {
 	// (charset.go).
 	toLatin1 bool
 
+	// charLength: the column's length is a declared count of characters, 4 bytes each
+	// (utf8mb4's), which a client in another character set counts in its own.
+	charLength bool
+
 	// wholeTime is DuckDB's TIME, which has six digits and no precision of its own: a whole
 	// second goes without them, as MariaDB sends a TIME (12:34:56, where a TIME(6) column of
 	// MariaDB's would say 12:34:56.000000; a fraction still has its six digits).
@@ -55,7 +59,7 @@ func columnFor(f arrow.Field) column {
 		mf.Flag |= mysql.NOT_NULL_FLAG
 	}
 	mf.Flag |= keyFlags(f)
-	tableColumn := nameOrigin(mf, f)
+	tableColumn, origin := nameOrigin(mf, f)
 	col := column{field: mf, arrow: f.Type}
 	col.extended, _ = f.Metadata.GetValue(mysqlengine.ExtendedMetadataKey)
 	setType := func(t uint8, length uint32) { mf.Type, mf.ColumnLength = t, length }
@@ -164,10 +168,16 @@ func columnFor(f arrow.Field) column {
 			setType(mysql.MYSQL_TYPE_JSON, 1<<32-1)
 		case isNumericText(f): // a decimal of any precision, as text (what DECIMAL is on the wire)
 			setType(mysql.MYSQL_TYPE_NEWDECIMAL, 65+2)
-			mf.Charset, mf.Decimal = charsetBinary, 30
+			mf.Charset, mf.Decimal, mf.Flag = charsetBinary, 30, mf.Flag|mysql.BINARY_FLAG
 		default:
 			setType(mysql.MYSQL_TYPE_VAR_STRING, (1<<24-1)*4)
 			col.engineColumn(f)
+			if tableColumn {
+				col.pgDeclaredText(f)
+			}
+		}
+		if origin && !tableColumn && mf.Charset == charsetUTF8MB4 && mf.Type != mysql.MYSQL_TYPE_JSON {
+			mf.Decimal = 39 // MariaDB's of a string expression ("not fixed", as a DOUBLE's 31)
 		}
 	default: // lists, structs, maps, ...: their Arrow text form
 		mf.Charset, mf.Flag = charsetUTF8MB4, mf.Flag&^mysql.BINARY_FLAG
@@ -177,6 +187,9 @@ func columnFor(f arrow.Field) column {
 		if _, n, ok := engineColumnOf(f); ok {
 			mf.ColumnLength = n // the engine's display length
 		}
+	}
+	if key, _ := f.Metadata.GetValue(engine.MetaColumnKey); mf.Type == mysql.MYSQL_TYPE_LONGLONG && engine.HasColumnKey(key, engine.KeyCount) {
+		mf.ColumnLength = 21 // MariaDB's COUNT
 	}
 	if tableColumn && tableNumberTypes[mf.Type] {
 		mf.Flag &^= mysql.BINARY_FLAG // as MariaDB flags a table's number (an expression's is BINARY)
@@ -230,15 +243,38 @@ func keyFlags(f arrow.Field) uint16 {
 // nameOrigin gives mf the database, table and original names of f's column where its engine
 // says them (engine.OriginOf), as MariaDB's column definition has them: an expression's are
 // all empty. A column whose engine says nothing keeps its name as its original name. It
-// reports whether the column is a table's.
-func nameOrigin(mf *mysql.Field, f arrow.Field) bool {
+// reports whether the column is a table's, and whether its engine said (known).
+func nameOrigin(mf *mysql.Field, f arrow.Field) (tableColumn, known bool) {
 	v, _ := f.Metadata.GetValue(engine.MetaColumnKey)
 	o, ok := engine.OriginOf(v)
 	if !ok {
-		return false
+		return false, false
 	}
 	mf.Schema, mf.Table, mf.OrgTable, mf.OrgName = []byte(o.DB), []byte(o.Table), []byte(o.OrgTable), []byte(o.Column)
-	return o.Column != ""
+	return o.Column != "", true
+}
+
+// pgDeclaredText gives a PostgreSQL table's text column the type and length MariaDB gives the
+// column its DDL declares: VARCHAR(n) and CHAR(n) n characters (go-sql-driver's Length,
+// mysql2's columnLength), TEXT a BLOB of 65535 bytes (mysql2 and Connector/J tell TEXT from
+// VARCHAR by it). Lengths are utf8mb4's, 4 bytes a character (charLength).
+func (col *column) pgDeclaredText(f arrow.Field) {
+	oid, _ := f.Metadata.GetValue(engine.MetaPGOID)
+	typmod, _ := f.Metadata.GetValue(engine.MetaPGTypmod)
+	n, err := strconv.Atoi(typmod) // VARCHAR(n)'s is n+4; none without a length
+	mf := col.field
+	switch {
+	case oid == "25":
+		mf.Type, mf.ColumnLength, mf.Flag = mysql.MYSQL_TYPE_BLOB, 65535*4, mf.Flag|mysql.BLOB_FLAG
+	case (oid == "1043" || oid == "1042") && err == nil && n >= 4:
+		mf.ColumnLength = uint32(n-4) * 4
+		if oid == "1042" {
+			mf.Type = mysql.MYSQL_TYPE_STRING
+		}
+	default:
+		return
+	}
+	col.charLength = true
 }
 
 // engineColumn gives a text or binary column a MySQL engine described (MetaMySQLColumn) the

@@ -206,7 +206,8 @@ func toQueryError(err error) *QueryError {
 // refined is Trino's error where the engine's message tells more than its SQLSTATE: an
 // operator no operand types match (PostgreSQL's "operator does not exist", DuckDB's '+(BOOLEAN,
 // ...' among its functions), a cast out of its type's range and a scalar subquery's second row
-// (DuckDB's conversion and invalid input errors).
+// (DuckDB's conversion and invalid input errors), and MariaDB's unknown database (42000, as its
+// syntax errors).
 func refined(tc trinoCode, msg string) trinoCode {
 	switch {
 	case tc == codeFunctionMissing && (strings.Contains(msg, "operator does not exist") || strings.Contains(msg, "Cannot compare values of type") ||
@@ -216,6 +217,8 @@ func refined(tc trinoCode, msg string) trinoCode {
 		return codeOutOfRange
 	case tc == codeInvalidCast && strings.Contains(msg, "More than one row returned by a subquery"):
 		return codeSubqueryRows
+	case strings.HasSuffix(msg, "(MySQL error 1049)"): // ER_BAD_DB_ERROR: the client's schema is no database
+		return codeSchemaNotFound
 	}
 	return tc
 }

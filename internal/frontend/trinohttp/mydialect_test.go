@@ -52,3 +52,65 @@ func TestTrinoDialectOnMariaDB(t *testing.T) {
 		t.Errorf("npm concat: %+v %+v", got["concat"].OK, got["concat"].Error)
 	}
 }
+
+// Trino's row-count clauses and the errors Trino raises where MariaDB answers otherwise: OFFSET
+// before LIMIT (MariaDB's syntax error as written), LIMIT ALL, DESCRIBE of a table that does not
+// exist (MariaDB's information_schema answers no rows: Trino's TABLE_NOT_FOUND), and a division
+// by zero (MariaDB's NULL and a warning: Trino's DIVISION_BY_ZERO), through both clients.
+func TestTrinoRowCountsAndErrorsOnMariaDB(t *testing.T) {
+	eng, _, dbName := frontendtest.MariaDB(t)
+	ts := startServer(t, frontendtest.NewBackend(eng), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: "maria", Schema: dbName})
+	mustExec(t, db, `create table n (v integer)`)
+	mustExec(t, db, `insert into n values (1), (2), (3), (4)`)
+	for _, c := range []struct{ sql, rows string }{
+		{"select v from n order by v offset 1 limit 2", "[[2] [3]]"},
+		{"select v from n order by v offset 2 rows limit 1", "[[3]]"},
+		{"select v from n order by v offset 3", "[[4]]"},
+		{"select v from n order by v offset 2 limit all", "[[3] [4]]"},
+		{"select v from n order by v limit all", "[[1] [2] [3] [4]]"},
+		{"select v from n order by v offset 1 rows fetch first 1 rows only", "[[2]]"},
+	} {
+		r, err := db.Query(c.sql)
+		if err != nil {
+			t.Errorf("%s: %v", c.sql, err)
+			continue
+		}
+		if rows := fmt.Sprint(scanAll(t, r)); rows != c.rows {
+			t.Errorf("%s: %s, want %s", c.sql, rows, c.rows)
+		}
+	}
+	for _, c := range []struct{ sql, name string }{
+		{"describe missing", "TABLE_NOT_FOUND"},
+		{"show columns from maria." + dbName + ".missing", "TABLE_NOT_FOUND"},
+		{"select 1 / 0", "DIVISION_BY_ZERO"},
+		{"select v, 10 / (v - 3) from n", "DIVISION_BY_ZERO"},
+		{"select mod(v, 0) from n", "DIVISION_BY_ZERO"},
+	} {
+		r, err := db.Query(c.sql)
+		if err == nil {
+			var rows [][]any
+			rows, err = frontendtest.ScanAll(r)
+			if err == nil {
+				t.Errorf("%s: %v, want %s", c.sql, rows, c.name)
+				continue
+			}
+		}
+		if trinoErrorName(err) != c.name {
+			t.Errorf("%s: %v, want %s", c.sql, err, c.name)
+		}
+	}
+	got := runNPMIn(t, ts.addr, "alice", "maria", dbName,
+		npmStep{Name: "page", SQL: "select v from n order by v offset 1 limit 2"},
+		npmStep{Name: "describe", SQL: "describe missing"},
+		npmStep{Name: "divide", SQL: "select 1 / 0"})
+	if o := got["page"].OK; o == nil || fmt.Sprint(o.Rows) != "[[2] [3]]" {
+		t.Errorf("npm offset then limit: %+v %+v", got["page"].OK, got["page"].Error)
+	}
+	if e := got["describe"].Error; e == nil || e.ErrorName != "TABLE_NOT_FOUND" {
+		t.Errorf("npm describe of a missing table: %+v %+v", got["describe"].OK, e)
+	}
+	if e := got["divide"].Error; e == nil || e.ErrorName != "DIVISION_BY_ZERO" {
+		t.Errorf("npm 1 / 0: %+v %+v", got["divide"].OK, e)
+	}
+}

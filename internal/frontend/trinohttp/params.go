@@ -207,7 +207,7 @@ func preparedStatements(headers []string) map[string]string {
 //   - SET SESSION [catalog.]name = literal: X-Trino-Set-Session; the client sends X-Trino-Session,
 //     which routing rules see like any X-Trino- header. RESET SESSION name: X-Trino-Clear-Session.
 //   - USE [catalog.]schema: X-Trino-Set-Catalog and X-Trino-Set-Schema; the client sends them
-//     back as X-Trino-Catalog and X-Trino-Schema (useStatement).
+//     back as X-Trino-Catalog and X-Trino-Schema (useStatement), once the schema is found (use.go).
 //
 // ok is false for any other statement, and for a SET SESSION whose value is not a literal;
 // err is the statement's failure when it is one of these but cannot be answered.
@@ -265,8 +265,7 @@ func sessionStatement(req *query.Request) (update string, header http.Header, ok
 // useStatement reads USE [catalog.]schema, its names folded to lower case unless quoted, as
 // Trino reads them. Without a catalog it needs the client's (X-Trino-Catalog): Trino's
 // MISSING_CATALOG_NAME otherwise.
-// Whether the schema exists is the next statement's to find, as its name is the engine's to
-// resolve.
+// Whether the schema exists is the engine's to say (use.go).
 func useStatement(req *query.Request) (string, http.Header, bool, error) {
 	r := sqltok.NewWalker(sqltok.Tokenize(req.SQL, sqltok.Trino))
 	r.Word("use")

@@ -123,6 +123,8 @@ func (s *Server) start(req *query.Request) (*runningQuery, func()) {
 	case err != nil:
 		q.fail(err)
 		cancel()
+	case prepare && update == "USE": // runs: the schema must exist (use.go)
+		prepare = false
 	case prepare: // answered by the proxy: the client keeps its session
 		q.header, q.updateType, q.done, q.state = header, update, true, stateFinished
 		cancel()

@@ -82,11 +82,15 @@ type transaction struct {
 }
 
 // transactionVerb is "start", "commit" or "rollback" for the statements that begin or end a
-// transaction, "" for any other.
+// transaction, "use" for USE (use.go), "" for any other.
 func transactionVerb(sql string) string {
 	p := &literalParser{s: sql}
 	switch verb := p.word(); { // read once, not once for each case: every statement comes here
-	case len(verb) < 5 || len(verb) > 8: // none of the three: the common case, decided at once
+	case len(verb) == 3:
+		if strings.EqualFold(verb, "USE") {
+			return "use"
+		}
+	case len(verb) < 5 || len(verb) > 8: // none of the others: the common case, decided at once
 	case strings.EqualFold(verb, "START"):
 		if p.keyword("TRANSACTION") {
 			return "start"
@@ -104,6 +108,12 @@ func (s *Server) execute(ctx context.Context, q *runningQuery, req *query.Reques
 	id := req.Headers[txHeader]
 	verb := transactionVerb(req.SQL)
 	inTx := id != "" && id != noTransaction
+	if verb == "use" {
+		if _, header, ok, err := useStatement(req); ok {
+			return s.use(ctx, q, req, header, err)
+		}
+		verb = "" // not Trino's USE: the engine's to read
+	}
 	switch {
 	case verb == "start":
 		return s.begin(ctx, q, req, id)

@@ -56,3 +56,63 @@ func TestUseSetsTheClientsCatalogAndSchema(t *testing.T) {
 		t.Fatalf("npm USE then database(): %+v %+v", got["use"], got["current"])
 	}
 }
+
+// USE checks that the schema exists where the next statement would run (SCHEMA_NOT_FOUND, and
+// CATALOG_NOT_FOUND for a catalog the engine does not have), and the client's schema is where
+// its unqualified names resolve: on PostgreSQL the statement's connection has that schema's
+// search_path, and a client without one, or with another, on the same pooled connection
+// resolves as before (also a statement with parameters, which pgx prepares and caches by its
+// text: the same text reads a table of another row type under the other schema).
+func TestUseChecksTheSchemaAndNamesResolveInIt(t *testing.T) {
+	maria, _, mariaDB := frontendtest.MariaDB(t)
+	pg := postgresBackend(t)
+	for _, sql := range []string{"CREATE SCHEMA sales", "CREATE TABLE sales.t (v varchar)", "INSERT INTO sales.t VALUES ('seven')",
+		"CREATE TABLE public.t (v integer)", "INSERT INTO public.t VALUES (1)"} {
+		frontendtest.Exec(t, pg.Engine, sql)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, catalog, schema string
+		backend               *frontendtest.Backend
+	}{
+		{"postgres", "pg", "sales", pg},
+		{"mariadb", "maria", mariaDB, frontendtest.NewBackend(maria)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts := startServer(t, c.backend, Options{})
+			db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: c.catalog})
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(ctx, "USE nosuch"); trinoErrorName(err) != "SCHEMA_NOT_FOUND" {
+				t.Fatalf("USE of a schema that does not exist: %v", err)
+			}
+			if _, err := conn.ExecContext(ctx, `USE `+c.catalog+`."`+c.schema+`"`); err != nil {
+				t.Fatalf("USE %s: %v", c.schema, err)
+			}
+			if c.name == "mariadb" {
+				return
+			}
+			other := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: c.catalog, Schema: "public"})
+			none := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: c.catalog})
+			for i := range 3 { // the pool hands the same connection back: each resolves as its client says
+				var v string
+				if err := conn.QueryRowContext(ctx, "SELECT v FROM t").Scan(&v); err != nil || v != "seven" {
+					t.Fatalf("%d: after USE sales, t's v %q, %v", i, v, err)
+				}
+				if err := conn.QueryRowContext(ctx, "SELECT v FROM t WHERE length(?) > 0", "x").Scan(&v); err != nil || v != "seven" {
+					t.Fatalf("%d: with a parameter, after USE sales: %q, %v", i, v, err)
+				}
+				var n int
+				if err := none.QueryRow("SELECT v FROM t").Scan(&n); err != nil || n != 1 {
+					t.Fatalf("%d: a client without a schema: %d, %v", i, n, err)
+				}
+				if err := other.QueryRow("SELECT v FROM t WHERE length(?) > 0", "x").Scan(&n); err != nil || n != 1 {
+					t.Fatalf("%d: a client of schema public, with a parameter: %d, %v", i, n, err)
+				}
+			}
+		})
+	}
+}

@@ -198,3 +198,38 @@ func orEmptySlice(s []string) []string {
 	}
 	return s
 }
+
+// KeepPublished records skeleton (what the control plane's history gate reads of a published
+// revision) as the newest published, moving a revision published before to the front, and
+// deletes all but the keep newest (controlplane.PublishedKeeper). One transaction.
+func (s *Store) KeepPublished(ctx context.Context, revision string, skeleton []byte, keep int) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO config_published (revision, gate) VALUES ($1, $2::jsonb)
+ON CONFLICT (revision) DO UPDATE SET gate = EXCLUDED.gate, ordinal = nextval('config_published_ordinal'), published_at = now()`,
+			revision, string(skeleton)); err != nil {
+			return fmt.Errorf("pgregistry: keep published revision %s: %w", revision, err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM config_published WHERE revision NOT IN
+(SELECT revision FROM config_published ORDER BY ordinal DESC LIMIT $1)`, keep); err != nil {
+			return fmt.Errorf("pgregistry: forget published revisions past %d: %w", keep, err)
+		}
+		return nil
+	})
+}
+
+// Published is the skeletons KeepPublished kept, newest first, at most limit.
+func (s *Store) Published(ctx context.Context, limit int) ([][]byte, error) {
+	rows, err := s.pool.Query(ctx, `SELECT gate::text FROM config_published ORDER BY ordinal DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgregistry: published revisions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) ([]byte, error) {
+		var text string
+		err := row.Scan(&text)
+		return []byte(text), err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgregistry: published revisions: %w", err)
+	}
+	return out, nil
+}

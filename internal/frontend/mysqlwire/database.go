@@ -1,0 +1,79 @@
+package mysqlwire
+
+import (
+	"context"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// A client that changes its database (USE, COM_INIT_DB, COM_CHANGE_USER) to one that does not
+// exist is refused as MariaDB refuses it, 1049 "Unknown database 'x'", and keeps the one it
+// had: ORMs and migration tools create a database when told so, and a typo would otherwise
+// surface as a missing table at the first statement. The engine the new database's statements
+// go to is asked (SHOW DATABASES, which every engine answers: mysqlshow on those that are not
+// MySQL's), on the session's pinned connection if it has one. The handshake's database is not
+// checked: the login has not been verified when go-mysql reads it (RESULTS.md, session 38).
+
+// knownDatabase is nil when db is "", the session's, or a database SHOW DATABASES lists (its name compared
+// exactly, as MariaDB compares names on a case-sensitive file system), else MariaDB's 1049, or
+// the error asking gave (the engine down, no route).
+func (h *session) knownDatabase(db string) error {
+	if db == "" || db == h.db {
+		return nil // the one it has: USE of it again costs no round trip
+	}
+	if !query.AwaitReady(h.ctx, h.s.backend) {
+		return errNotConfigured
+	}
+	req := h.request("SHOW DATABASES WHERE `Database` = "+mysqlQuote(db), nil)
+	req.Database = db // routed as the database's statements will be
+	execute := h.s.backend.Execute
+	if h.pinned != nil {
+		execute = h.pinned.Execute
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	rows, err := execute(ctx, req)
+	if err != nil {
+		return h.clientError(err)
+	}
+	defer rows.Close()
+	for {
+		batch, err := rows.Next(ctx)
+		if err == io.EOF {
+			return mysql.NewError(mysql.ER_BAD_DB_ERROR, "Unknown database '"+db+"'")
+		}
+		if err != nil {
+			return h.clientError(err)
+		}
+		if batch.NumCols() == 0 {
+			continue
+		}
+		names := batch.Column(0)
+		for i := range names.Len() {
+			if names.IsValid(i) && textAt(names, i) == db {
+				return nil
+			}
+		}
+	}
+}
+
+// textAt is row i of a, a column of names (text, or bytes from a MySQL engine).
+func textAt(a arrow.Array, i int) string {
+	switch a := a.(type) {
+	case interface{ Value(int) string }:
+		return a.Value(i)
+	case interface{ Value(int) []byte }:
+		return string(a.Value(i))
+	}
+	return a.ValueStr(i)
+}
+
+// mysqlQuote is s as a MySQL string literal.
+func mysqlQuote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
+}
