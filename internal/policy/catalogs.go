@@ -16,15 +16,17 @@ import (
 //     TABLE, DESCRIBE, ... and after the commas of a table list;
 //   - SHOW TABLES / TABLE STATUS / TRIGGERS / EVENTS FROM db, and SHOW ... FROM t FROM db;
 //   - the database of CREATE / DROP / ALTER / SHOW CREATE DATABASE (or SCHEMA);
-//   - a name where only some statements put a table or routine: after ON in GRANT, REVOKE and
-//     CREATE TRIGGER, TO in RENAME and ALTER, LIKE in CREATE TABLE; GRANT ... ON *.* names every
-//     database (catalogAll);
+//   - a name where only some statements put a table or routine: after ON in GRANT, REVOKE,
+//     CREATE TRIGGER, CREATE and DROP INDEX, TO in RENAME and ALTER, LIKE in CREATE TABLE;
+//     GRANT ... ON *.* names every database (catalogAll);
+//   - the database of USE (sent to the engine when the frontend does not take it itself);
+//   - table references in parentheses: FROM (db.t), JOIN (a JOIN db.t);
 //   - past IF [NOT] EXISTS in DDL, sequences and CACHE INDEX (objectPosition);
-//   - the text PREPARE and EXECUTE IMMEDIATE run, and MySQL's executable comments, read the same way.
+//   - the text PREPARE and EXECUTE IMMEDIATE run (string literals; any other text, from a
+//     variable or an expression, cannot be read: catalogUnreadable), and MySQL's and MariaDB's
+//     executable comments (/*! and /*M!), read the same way;
+//   - all of it read both with backslash escapes and without (NO_BACKSLASH_ESCAPES).
 // Two-part names elsewhere are table.column, whose table the statement's own table list names.
-
-// mysqlServerVersion is the version executable comments are expanded for: every one runs.
-const mysqlServerVersion = 999999
 
 // catalogTextDepthMax bounds how deep in text run as SQL the scan reads (PREPARE of text that
 // PREPAREs...); deeper text is taken as naming catalogUnreadable.
@@ -66,22 +68,60 @@ func mysqlCatalogsNamed(sql string) []string {
 	return out
 }
 
+// scanMySQLCatalogs reads sql twice: as a session with backslash escapes reads it, and as one
+// with NO_BACKSLASH_ESCAPES (a client may SET it) does, where a string ends at another quote and
+// what the first reading took for a string's inside is SQL ('x\' union select * from db.t -- ').
 func scanMySQLCatalogs(sql string, depth int, add func(string)) {
 	if depth > catalogTextDepthMax {
 		add(catalogUnreadable)
 		return
 	}
-	toks := significantTokens(sqltok.Tokenize(sqltok.ExpandExecutableComments(sql, mysqlServerVersion), sqltok.MySQL))
-	for _, st := range splitAtSemicolons(toks) {
-		scanStatement(st, add)
-		if st[0].IsWord("prepare", "execute") {
-			for _, t := range st {
-				if t.Kind == sqltok.String && !t.Unterminated {
-					scanMySQLCatalogs(sqltok.MySQLStringValue(t.Text), depth+1, add)
-				}
+	for _, otherEscapes := range []bool{false, true} {
+		text := sqltok.ExpandEveryExecutableComment(sql, otherEscapes)
+		toks := sqltok.Tokenize(text, sqltok.MySQL)
+		if otherEscapes {
+			toks = sqltok.TokenizeOtherEscapes(text, sqltok.MySQL)
+		}
+		for _, st := range splitAtSemicolons(significantTokens(toks)) {
+			scanStatement(st, add)
+			if text, ok := textRunAsSQL(st); !ok {
+				add(catalogUnreadable)
+			} else if text != "" {
+				scanMySQLCatalogs(text, depth+1, add)
 			}
 		}
 	}
+}
+
+// textRunAsSQL is the text PREPARE name FROM and EXECUTE IMMEDIATE run, when st is one of them:
+// adjacent string literals, which MySQL joins into one ("" when st runs no text, or cannot be
+// run at all). Text from anything else (@var, CONCAT(...), a hex literal: MariaDB takes any
+// expression) cannot be read before it runs: ok false.
+func textRunAsSQL(st []sqltok.Token) (string, bool) {
+	var i int
+	switch {
+	case st[0].IsWord("prepare") && len(st) > 2 && st[2].IsWord("from"):
+		i = 3
+	case st[0].IsWord("execute") && len(st) > 1 && st[1].IsWord("immediate"):
+		i = 2
+	default:
+		return "", true // not text run as SQL (EXECUTE name runs what its PREPARE had checked)
+	}
+	if i < len(st) && st[i].Kind == sqltok.Word && strings.HasPrefix(st[i].Text, "_") {
+		i++ // a character set introducer: _utf8mb4'...'
+	}
+	if i == len(st) {
+		return "", true // cut short: an error, nothing runs
+	}
+	var text strings.Builder
+	j := i
+	for ; j < len(st) && st[j].Kind == sqltok.String && !st[j].Unterminated && st[j].Text[0] == '\''; j++ {
+		text.WriteString(sqltok.MySQLStringValue(st[j].Text))
+	}
+	if j == i || j < len(st) && !(st[0].IsWord("execute") && st[j].IsWord("using")) {
+		return "", false
+	}
+	return text.String(), true
 }
 
 func significantTokens(toks []sqltok.Token) []sqltok.Token {
@@ -125,8 +165,10 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 		}
 		switch {
 		case t.Kind == sqltok.Punct && t.Text == "(":
+			// A parenthesis where a table goes opens table references: FROM (db.t), JOIN (a JOIN db.t).
+			opens := i > 0 && (tablePositionAfter(st, i-1) || st[i-1].Kind == sqltok.Punct && (st[i-1].Text == "," || st[i-1].Text == "(") && tableList[depth])
 			depth++
-			tableList[depth] = false
+			tableList[depth] = opens
 			continue
 		case t.Kind == sqltok.Punct && t.Text == ")":
 			if depth > 0 {
@@ -147,10 +189,10 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 			prev = st[i-1]
 		}
 		tablePosition := i > 0 && (tablePositionAfter(st, i-1) || statementPositionAfter(st, i-1) || objectPosition(st, i)) ||
-			prev.Kind == sqltok.Punct && prev.Text == "," && tableList[depth]
+			prev.Kind == sqltok.Punct && (prev.Text == "," || prev.Text == "(") && tableList[depth]
 		next := i + 2*len(parts) - 1
 		switch {
-		case i == database:
+		case i == database, i == 1 && st[0].IsWord("use"):
 			add(parts[0])
 		case len(parts) >= 3:
 			add(parts[0])
@@ -206,7 +248,8 @@ func objectPosition(st []sqltok.Token, i int) bool {
 func statementPositionAfter(st []sqltok.Token, i int) bool {
 	switch {
 	case st[i].IsWord("on"):
-		return st[0].IsWord("grant", "revoke") || st[0].IsWord("create") && wordWithin(st, 8, "trigger")
+		return st[0].IsWord("grant", "revoke") || st[0].IsWord("create") && wordWithin(st, 8, "trigger", "index") ||
+			st[0].IsWord("drop") && wordWithin(st, 2, "index")
 	case st[i].IsWord("to", "rename"):
 		return st[0].IsWord("rename", "alter")
 	case st[i].IsWord("like"):

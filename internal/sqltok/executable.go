@@ -15,8 +15,31 @@ func ExpandExecutableComments(sql string, version int) string {
 	if !strings.Contains(sql, "/*!") {
 		return sql
 	}
+	return expandExecutable(Tokenize(sql, MySQL), version, false)
+}
+
+// ExpandEveryExecutableComment is sql as any MySQL or MariaDB server might run it, for a check
+// that must not miss what runs: every `/*!` comment and MariaDB's `/*M!` ones replaced by their
+// bodies, whatever their version. otherEscapes reads the text as TokenizeOtherEscapes does
+// (a session with NO_BACKSLASH_ESCAPES), where other quotes end strings and so other comments
+// are comments.
+func ExpandEveryExecutableComment(sql string, otherEscapes bool) string {
+	if !strings.Contains(sql, "/*!") && !strings.Contains(sql, "/*M!") && !strings.Contains(sql, "/*m!") {
+		return sql
+	}
+	toks := Tokenize(sql, MySQL)
+	if otherEscapes {
+		toks = TokenizeOtherEscapes(sql, MySQL)
+	}
+	return expandExecutable(toks, 1<<31-1, true)
+}
+
+func expandExecutable(toks []Token, version int, mariadb bool) string {
 	var b strings.Builder
-	for _, t := range Tokenize(sql, MySQL) {
+	for _, t := range toks {
+		if mariadb && t.Kind == Comment && len(t.Text) >= 4 && (strings.HasPrefix(t.Text, "/*M!") || strings.HasPrefix(t.Text, "/*m!")) {
+			t.Text = "/*!" + t.Text[4:]
+		}
 		body, ok := executableBody(t)
 		switch {
 		case !ok:
