@@ -140,6 +140,10 @@ func mysqlCompat(sqlText string) string {
 		case atIdent(toks, i):
 			b.WriteString(`"` + t.Text + `"`)
 			changed = true
+		case (t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent) && mysqlInformationSchema(toks, i) != "":
+			b.WriteString(mysqlInformationSchema(toks, i))
+			i = nextSignificant(toks, nextSignificant(toks, i+1)+1)
+			changed = true
 		case t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' && !t.Unterminated && len(t.Text) >= 2:
 			b.WriteString(quoteIdent(strings.ReplaceAll(t.Text[1:len(t.Text)-1], "``", "`")))
 			changed = true
@@ -154,10 +158,6 @@ func mysqlCompat(sqlText string) string {
 			changed = true
 		case t.Kind == sqltok.Comment && t.Text[0] == '#':
 			b.WriteString("--" + t.Text[1:])
-			changed = true
-		case t.Kind == sqltok.Word && mysqlInformationSchema(toks, i) != "":
-			b.WriteString(mysqlInformationSchema(toks, i))
-			i = nextSignificant(toks, nextSignificant(toks, i+1)+1)
 			changed = true
 		case t.Kind == sqltok.Word && isFromDual(toks, i):
 			b.WriteString(t.Text + ` (SELECT 1) AS "dual"`)
@@ -239,15 +239,17 @@ func noArgCall(toks []sqltok.Token, i int) int {
 // .schemata or .key_column_usage (any case), the view that answers them as MySQL does (catalog.go: a database is a
 // DuckDB catalog); "" otherwise.
 func mysqlInformationSchema(toks []sqltok.Token, i int) string {
-	if !strings.EqualFold(toks[i].Text, "information_schema") {
+	// TypeORM quotes both names (`INFORMATION_SCHEMA`.`TABLES`): DuckDB's own view answered it,
+	// without the client's tables, and TypeORM's second start created them again (1050).
+	if toks[i].Kind != sqltok.Word && toks[i].Kind != sqltok.QuotedIdent || !strings.EqualFold(identText(toks[i]), "information_schema") {
 		return ""
 	}
 	dot := nextSignificant(toks, i+1)
 	name := nextSignificant(toks, dot+1)
-	if name >= len(toks) || toks[dot].Text != "." || toks[name].Kind != sqltok.Word {
+	if name >= len(toks) || toks[dot].Text != "." || toks[name].Kind != sqltok.Word && toks[name].Kind != sqltok.QuotedIdent {
 		return ""
 	}
-	if n := strings.ToLower(toks[name].Text); mysqlInfoSchemaViews[n] {
+	if n := strings.ToLower(identText(toks[name])); mysqlInfoSchemaViews[n] {
 		return "qf_mysql_" + n
 	}
 	return ""

@@ -78,6 +78,9 @@ func dropTables(ctx context.Context, conn *sql.Conn, clientDB string, tables []d
 	var refused error
 	for _, t := range tables {
 		full := cmp.Or(t.db, clientDB) + "." + t.table
+		if clientDB != "" && strings.EqualFold(t.db, clientDB) {
+			t.db = "" // TypeORM's dropSchema names its own database's tables: `db`.`t`, checks off
+		}
 		kind, err := tableKind(ctx, conn, t)
 		if err != nil {
 			return nil, err
