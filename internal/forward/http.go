@@ -30,7 +30,8 @@ var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie
 // them without that proof gets nothing: the client is answered 502 saying why. An owner that
 // refuses the proof for its date and tells its clock is asked again once, dated by that clock.
 // When the owner is unknown or does not answer, ProxyHTTP writes nothing and returns the
-// error: the caller answers as for an unknown query.
+// error: the caller answers as for an unknown query. A request with a body is sent again only
+// when r.GetBody gives it anew.
 func (f *Forwarder) ProxyHTTP(w http.ResponseWriter, r *http.Request, protocol, owner string) error {
 	start := f.opts.Env.Now()
 	base, err := f.Endpoint(r.Context(), owner, protocol)
@@ -44,7 +45,7 @@ func (f *Forwarder) ProxyHTTP(w http.ResponseWriter, r *http.Request, protocol, 
 		return fmt.Errorf("forward: owner endpoint %q: %w", base, err)
 	}
 	x := &exchange{f: f, r: r, protocol: protocol, owner: owner, target: target, start: start,
-		resendable: r.Body == nil || r.Body == http.NoBody, withheld: hasCredentials(r)}
+		resendable: r.Body == nil || r.Body == http.NoBody || r.GetBody != nil, withheld: hasCredentials(r)}
 	for attempt := 0; attempt < 3; attempt++ {
 		switch x.once(w) {
 		case sentAgain:
@@ -70,7 +71,7 @@ type exchange struct {
 	protocol, owner  string
 	target           *url.URL
 	start            time.Time
-	resendable       bool // no body: it can be sent again
+	resendable       bool // no body, or one GetBody gives again: it can be sent again
 	withheld         bool // the client's credentials are not sent (yet)
 	clockRetried     bool
 	credentialsAsked bool
@@ -91,6 +92,14 @@ var errHeldBack = errors.New("forward: the owner's answer is not passed on")
 
 // once sends the request and passes the owner's answer on, unless it is one ProxyHTTP acts on.
 func (x *exchange) once(w http.ResponseWriter) sendResult {
+	if x.r.GetBody != nil {
+		body, err := x.r.GetBody()
+		if err != nil {
+			x.failed = err
+			return unanswered
+		}
+		x.r.Body = body
+	}
 	var sent string
 	result := answered
 	rp := &httputil.ReverseProxy{

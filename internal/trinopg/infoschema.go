@@ -12,11 +12,21 @@ import (
 // types in its own names. A Trino client's information_schema.columns is read as a subquery of
 // PostgreSQL's with Trino's columns, typed as DESCRIBE types them (show.go).
 
-// trinoColumns is that subquery.
-const trinoColumns = `(SELECT c.table_catalog::text AS table_catalog, c.table_schema::text AS table_schema, ` +
+// Trino's hidden columns, comment and extra_info (what its DESCRIBE reads as Comment and
+// Extra), are in the subquery only for a statement that names one (hiddenColumns): a * lists
+// every column of a subquery.
+
+// trinoColumns is that subquery, trinoColumnsHidden the one with the hidden columns.
+const (
+	trinoColumns       = trinoColumnsSelect + trinoColumnsFrom
+	trinoColumnsHidden = trinoColumnsSelect + `, col_description(a.attrelid, a.attnum) AS comment, NULL::text AS extra_info ` + trinoColumnsFrom
+)
+
+const trinoColumnsSelect = `(SELECT c.table_catalog::text AS table_catalog, c.table_schema::text AS table_schema, ` +
 	`c.table_name::text AS table_name, c.column_name::text AS column_name, c.ordinal_position::bigint AS ordinal_position, ` +
-	`c.column_default::text AS column_default, c.is_nullable::text AS is_nullable, ` + trinoType + ` AS data_type ` +
-	`FROM information_schema.columns c JOIN pg_attribute a ` +
+	`c.column_default::text AS column_default, c.is_nullable::text AS is_nullable, ` + trinoType + ` AS data_type `
+
+const trinoColumnsFrom = `FROM information_schema.columns c JOIN pg_attribute a ` +
 	`ON a.attrelid = CAST(quote_ident(c.table_schema) || '.' || quote_ident(c.table_name) AS regclass) AND a.attname = c.column_name ` +
 	`CROSS JOIN LATERAL (SELECT format_type(a.atttypid, a.atttypmod) AS whole) f ` +
 	`CROSS JOIN LATERAL (SELECT regexp_replace(f.whole, '(\[\])+$', '') AS t) d)`
@@ -33,6 +43,13 @@ func infoSchemaColumns(sqlText string) (string, []edit) {
 		return sqlText, nil
 	}
 	toks := sqltok.SignificantTokens(sqlText, sqltok.Trino)
+	subquery := trinoColumns
+	for _, t := range toks {
+		if isWord(t, "comment") || isWord(t, "extra_info") || t.Kind == sqltok.QuotedIdent && (t.Text == `"comment"` || t.Text == `"extra_info"`) {
+			subquery = trinoColumnsHidden
+			break
+		}
+	}
 	var b strings.Builder
 	var edits []edit
 	at := 0
@@ -40,7 +57,7 @@ func infoSchemaColumns(sqlText string) (string, []edit) {
 		if !isWord(toks[i], "information_schema") || toks[i+1].Text != "." || !isWord(toks[i+2], "columns") || i > 0 && toks[i-1].Text == "." {
 			continue
 		}
-		out := trinoColumns
+		out := subquery
 		if next := i + 3; next >= len(toks) || toks[next].Kind != sqltok.Word && toks[next].Kind != sqltok.QuotedIdent ||
 			toks[next].Kind == sqltok.Word && notAliases[strings.ToLower(toks[next].Text)] {
 			out += " AS columns"

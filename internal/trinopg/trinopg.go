@@ -49,8 +49,9 @@ func SQL(sqlText string, s Session) (Translation, error) {
 	named, names := namedItems(called)
 	read, reads := infoSchemaColumns(named)
 	valued, values := valuesNamed(read)
-	t.SQL = valued
-	for _, pass := range [][]edit{calls, names, reads, values} {
+	bytes, binaries := binaryLiterals(valued)
+	t.SQL = bytes
+	for _, pass := range [][]edit{calls, names, reads, values, binaries} {
 		if len(pass) > 0 {
 			t.passes = append(t.passes, pass)
 		}

@@ -70,3 +70,16 @@ func TestPositionsInClientText(t *testing.T) {
 		}
 	})
 }
+
+// Trino's X'..' is varbinary: PostgreSQL's bytea literal of the same bytes, not its bit string.
+func TestBinaryLiterals(t *testing.T) {
+	for q, want := range map[string]string{
+		"select x'0102ff' b":          `select '\x0102ff'::bytea b`,
+		"select X'01 02' b, 'x''a' c": `select '\x0102'::bytea b, 'x''a' c`,
+		"select 'x' b":                "select 'x' b",
+	} {
+		if tr, _ := SQL(q, Session{}); tr.SQL != want {
+			t.Errorf("%s:\n got %s\nwant %s", q, tr.SQL, want)
+		}
+	}
+}

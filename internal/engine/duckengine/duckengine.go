@@ -291,7 +291,7 @@ func (e *Engine) conn(ctx context.Context) (*sql.Conn, error) {
 // release returns conn to the pool, or closes it when keep is false (it may hold a client's
 // connection state).
 func release(conn *sql.Conn, keep bool) {
-	if !keep {
+	if !restorePath(conn) || !keep { // trinoschema.go
 		// database/sql closes a connection whose Raw reports it bad instead of pooling it.
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
@@ -504,7 +504,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	if err := e.found.count(ctx, client, e.Execute); err != nil {
 		return nil, err
 	}
-	conn, err := e.conn(ctx)
+	conn, err := e.connFor(ctx, client)
 	if err != nil {
 		return nil, err
 	}

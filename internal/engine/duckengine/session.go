@@ -25,7 +25,7 @@ var (
 // OpenSession pins one connection for a client's transaction: nothing else runs on it until
 // the session is closed.
 func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Session, error) {
-	conn, err := e.conn(ctx)
+	conn, err := e.connFor(ctx, q)
 	if err != nil {
 		e.noteFatal(err)
 		return nil, err

@@ -196,3 +196,32 @@ func TestTrinoTypesAndColumnsOnEachEngine(t *testing.T) {
 		})
 	}
 }
+
+// Trino's information_schema.columns has hidden columns, comment and extra_info (its DESCRIBE's
+// Comment and Extra): named, they are read on PostgreSQL (a column's comment, NULL where it
+// has none); * still lists the eight others (TestTrinoTypesAndColumnsOnEachEngine).
+func TestHiddenInformationSchemaColumnsOnPostgres(t *testing.T) {
+	backend := postgresBackend(t)
+	frontendtest.Exec(t, backend.Engine, "CREATE TABLE noted (a integer, b text)")
+	frontendtest.Exec(t, backend.Engine, "COMMENT ON COLUMN noted.a IS 'the key'")
+	ts := startServer(t, backend, Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
+	rows, err := db.Query(`select column_name, comment, "extra_info" from information_schema.columns where table_name = 'noted' order by ordinal_position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(scanAll(t, rows)); got != "[[a the key <nil>] [b <nil> <nil>]]" {
+		t.Fatalf("comment and extra_info: %s", got)
+	}
+}
+
+// X'0102ff' is Trino's varbinary literal: its bytes on PostgreSQL (which reads X'..' as a bit
+// string), as trino-go-client reads a varbinary.
+func TestBinaryLiteralOnPostgres(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://bob@" + ts.addr})
+	var b []byte
+	if err := db.QueryRow("select x'0102ff'").Scan(&b); err != nil || string(b) != "\x01\x02\xff" {
+		t.Fatalf("x'0102ff': %q, %v", b, err)
+	}
+}

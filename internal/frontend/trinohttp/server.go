@@ -406,7 +406,11 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "SQL statement is empty", http.StatusBadRequest)
 		return
 	}
-	q, run := s.start(buildRequest(r, user, sql))
+	req := buildRequest(r, user, sql)
+	if s.opts.Forward != nil && s.forwardTransaction(w, r, req, body) {
+		return
+	}
+	q, run := s.start(req)
 	whole := s.readsPOSTRows(r)
 	if run != nil && whole {
 		s.runThenAnswer(w, r, q, run)

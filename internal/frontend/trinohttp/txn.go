@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -32,8 +33,11 @@ import (
 // TRANSACTION_ALREADY_ABORTED until ROLLBACK (a COMMIT rolls it back and says so), whatever the
 // engine would do (MariaDB goes on after an error). A transaction idle for
 // Options.AbandonAfter (Trino's transaction.idle-timeout) is rolled back: it holds a slot and,
-// on the engine, locks. A transaction lives on the worker that began it: a statement of it sent
-// to another worker fails with UNKNOWN_TRANSACTION.
+// on the engine, locks. A transaction lives on the worker that began it, whose owner id (on a
+// worker of a fleet) its id begins with: a statement of it POSTed to another worker of the pool
+// (a load balancer's next pick) is forwarded there whole (forwardTransaction), as follow-ups
+// are by their query's id; when that worker is gone, so is the transaction (its engine
+// session ended with it), and the statement fails with UNKNOWN_TRANSACTION saying so.
 
 const (
 	txHeader        = "X-Trino-Transaction-Id"
@@ -191,7 +195,7 @@ func (s *Server) openTransaction(ctx context.Context, opener engine.SessionOpene
 		}
 		return nil, err
 	}
-	tx := &transaction{id: newTransactionID(), session: sess, end: end, user: req.User,
+	tx := &transaction{id: s.newTransactionID(), session: sess, end: end, user: req.User,
 		free: make(chan struct{}, 1), gone: make(chan struct{}), used: time.Now()}
 	tx.free <- struct{}{}
 	return tx, nil
@@ -240,13 +244,46 @@ func isolationApart(sql string) (isolation, rest string, ok bool) {
 	return isolation, strings.Join(others, ", "), isolation != ""
 }
 
-// newTransactionID is a random UUID, as Trino's transaction ids are.
-func newTransactionID() string {
+// newTransactionID is a random UUID, as Trino's transaction ids are; on a worker, its first
+// group is the worker's owner id (8 hex digits, forward.OwnerID), which tells any worker of the
+// fleet where the transaction lives (transactionOwner).
+func (s *Server) newTransactionID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
 	h := hex.EncodeToString(b[:])
+	if s.opts.Forward != nil {
+		h = s.opts.Forward.Self() + h[8:]
+	}
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// transactionOwner is the owner id of the worker a transaction id names (newTransactionID),
+// when it names one other than this worker.
+func (s *Server) transactionOwner(id string) (string, bool) {
+	fwd := s.opts.Forward
+	if fwd == nil || len(id) != 36 || id[8] != '-' || !forward.IsOwnerID(id[:8]) || id[:8] == fwd.Self() {
+		return "", false
+	}
+	return id[:8], true
+}
+
+// forwardTransaction sends a statement of a transaction another worker holds (its id names
+// the owner) to that worker, which answers the client, and reports true; false, for the
+// statement to run here, when it names no other worker, was forwarded already, or the owner
+// is gone (claim then says so). body is the statement the request carried.
+func (s *Server) forwardTransaction(w http.ResponseWriter, r *http.Request, req *query.Request, body string) bool {
+	owner, ok := s.transactionOwner(req.Headers[txHeader])
+	if !ok || r.Header.Get(forward.HeaderHop) != "" {
+		return false
+	}
+	r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
+	if err := s.opts.Forward.ProxyHTTP(w, r, forward.Trino, owner); err != nil {
+		s.log.Info("trinohttp: a transaction's owning worker is gone", "transaction", req.Headers[txHeader], "err", err)
+		return false
+	}
+	return true
 }
 
 // runToEnd runs q on sess and reads its result to the end.
@@ -274,6 +311,10 @@ func (s *Server) claim(ctx context.Context, id, user string) (*transaction, erro
 	s.mu.Lock()
 	tx, ok := s.txns[id]
 	s.mu.Unlock()
+	if _, elsewhere := s.transactionOwner(id); !ok && elsewhere {
+		return nil, &trinoFailure{codeUnknownTx, "Unknown transaction ID: " + id + ". The worker that began it (" + id[:8] +
+			") did not take this statement: it is gone, and its transaction was rolled back with it. Commands ignored until end of transaction block"}
+	}
 	if !ok || tx.user != user {
 		return nil, &trinoFailure{codeUnknownTx, "Unknown transaction ID: " + id + ". Possibly expired? Commands ignored until end of transaction block"}
 	}

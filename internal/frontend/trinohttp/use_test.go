@@ -59,9 +59,9 @@ func TestUseSetsTheClientsCatalogAndSchema(t *testing.T) {
 
 // USE checks that the schema exists where the next statement would run (SCHEMA_NOT_FOUND, and
 // CATALOG_NOT_FOUND for a catalog the engine does not have), and the client's schema is where
-// its unqualified names resolve: on PostgreSQL the statement's connection has that schema's
-// search_path, and a client without one, or with another, on the same pooled connection
-// resolves as before (also a statement with parameters, which pgx prepares and caches by its
+// its unqualified names resolve: on PostgreSQL and DuckDB the statement's connection has that
+// schema's search_path, and a client without one, or with another, on the same pooled
+// connection resolves as before (also a statement with parameters, which pgx prepares and caches by its
 // text: the same text reads a table of another row type under the other schema).
 func TestUseChecksTheSchemaAndNamesResolveInIt(t *testing.T) {
 	maria, _, mariaDB := frontendtest.MariaDB(t)
@@ -70,13 +70,19 @@ func TestUseChecksTheSchemaAndNamesResolveInIt(t *testing.T) {
 		"CREATE TABLE public.t (v integer)", "INSERT INTO public.t VALUES (1)"} {
 		frontendtest.Exec(t, pg.Engine, sql)
 	}
+	duck := duckBackend(t)
+	for _, sql := range []string{"CREATE SCHEMA sales", "CREATE TABLE sales.t (v varchar)", "INSERT INTO sales.t VALUES ('seven')",
+		"CREATE TABLE main.t (v integer)", "INSERT INTO main.t VALUES (1)"} {
+		frontendtest.Exec(t, duck.Engine, sql)
+	}
 	ctx := context.Background()
 	for _, c := range []struct {
-		name, catalog, schema string
-		backend               *frontendtest.Backend
+		name, catalog, schema, home string
+		backend                     *frontendtest.Backend
 	}{
-		{"postgres", "pg", "sales", pg},
-		{"mariadb", "maria", mariaDB, frontendtest.NewBackend(maria)},
+		{"postgres", "pg", "sales", "public", pg},
+		{"duckdb", "duck", "sales", "main", duck},
+		{"mariadb", "maria", mariaDB, "", frontendtest.NewBackend(maria)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ts := startServer(t, c.backend, Options{})
@@ -92,10 +98,15 @@ func TestUseChecksTheSchemaAndNamesResolveInIt(t *testing.T) {
 			if _, err := conn.ExecContext(ctx, `USE `+c.catalog+`."`+c.schema+`"`); err != nil {
 				t.Fatalf("USE %s: %v", c.schema, err)
 			}
+			if c.name == "duckdb" {
+				if _, err := conn.ExecContext(ctx, "USE nosuch.main"); trinoErrorName(err) != "CATALOG_NOT_FOUND" {
+					t.Fatalf("USE of a catalog DuckDB does not have: %v", err)
+				}
+			}
 			if c.name == "mariadb" {
 				return
 			}
-			other := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: c.catalog, Schema: "public"})
+			other := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: c.catalog, Schema: c.home})
 			none := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: c.catalog})
 			for i := range 3 { // the pool hands the same connection back: each resolves as its client says
 				var v string
@@ -110,7 +121,7 @@ func TestUseChecksTheSchemaAndNamesResolveInIt(t *testing.T) {
 					t.Fatalf("%d: a client without a schema: %d, %v", i, n, err)
 				}
 				if err := other.QueryRow("SELECT v FROM t WHERE length(?) > 0", "x").Scan(&n); err != nil || n != 1 {
-					t.Fatalf("%d: a client of schema public, with a parameter: %d, %v", i, n, err)
+					t.Fatalf("%d: a client of schema %s, with a parameter: %d, %v", i, c.home, n, err)
 				}
 			}
 		})
