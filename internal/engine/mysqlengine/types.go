@@ -109,11 +109,13 @@ func ArrowField(f *mysql.Field) arrow.Field {
 		field.Metadata = columnMetadata(f)
 	}
 	switch f.Type {
-	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
-		field.Metadata = columnMetadata(f) // an integer's display length (COUNT(*)'s 21, a BIGINT's 20)
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG,
+		mysql.MYSQL_TYPE_BIT:
+		field.Metadata = columnMetadata(f) // an integer's display length (COUNT(*)'s 21, a BIGINT's 20), a BIT's bits
 	}
 	if meta != "" {
-		field.Metadata = arrow.NewMetadata([]string{MetaMySQLType}, []string{meta})
+		field.Metadata = arrow.NewMetadata(slices.Concat(field.Metadata.Keys(), []string{MetaMySQLType}),
+			slices.Concat(field.Metadata.Values(), []string{meta}))
 	}
 	// The column's origin as MariaDB named it (an expression's empty), for the frontend's
 	// column definition.

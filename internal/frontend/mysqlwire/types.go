@@ -42,6 +42,11 @@ type column struct {
 	// (charset.go).
 	toLatin1 bool
 
+	// bits: a BIT column (MariaDB's type 16), its values big-endian bytes, as MariaDB sends
+	// them: bitUint from a MySQL engine's integer, bitText from a string of 0s and 1s
+	// (PostgreSQL's bit(n), DuckDB's BIT).
+	bits uint8
+
 	// charLength: the column's length is a declared count of characters, 4 bytes each
 	// (utf8mb4's), which a client in another character set counts in its own.
 	charLength bool
@@ -90,6 +95,10 @@ func columnFor(f arrow.Field) column {
 	case *arrow.Uint64Type:
 		setType(mysql.MYSQL_TYPE_LONGLONG, 20)
 		mf.Flag |= mysql.UNSIGNED_FLAG
+		if metaType(f) == "bit" { // a MySQL engine's BIT(n): its length is n
+			_, n, _ := engineColumnOf(f)
+			col.bitColumn(bitUint, n)
+		}
 	case *arrow.Float16Type, *arrow.Float32Type:
 		setType(mysql.MYSQL_TYPE_FLOAT, 12)
 		mf.Decimal = 31 // "not fixed"
@@ -166,6 +175,8 @@ func columnFor(f arrow.Field) column {
 			// JSON in MariaDB's extended metadata, which this frontend does not send); the
 			// other clients read it as text, as they read MariaDB's.
 			setType(mysql.MYSQL_TYPE_JSON, 1<<32-1)
+		case isBitText(f):
+			col.bitColumn(bitText, bitLength(f))
 		case isNumericText(f): // a decimal of any precision, as text (what DECIMAL is on the wire)
 			setType(mysql.MYSQL_TYPE_NEWDECIMAL, 65+2)
 			mf.Charset, mf.Decimal, mf.Flag = charsetBinary, 30, mf.Flag|mysql.BINARY_FLAG
@@ -183,7 +194,7 @@ func columnFor(f arrow.Field) column {
 		mf.Charset, mf.Flag = charsetUTF8MB4, mf.Flag&^mysql.BINARY_FLAG
 		setType(mysql.MYSQL_TYPE_VAR_STRING, (1<<24-1)*4)
 	}
-	if arrow.IsInteger(f.Type.ID()) {
+	if arrow.IsInteger(f.Type.ID()) && col.bits == 0 {
 		if _, n, ok := engineColumnOf(f); ok {
 			mf.ColumnLength = n // the engine's display length
 		}
@@ -335,6 +346,62 @@ func isNumericText(f arrow.Field) bool {
 	return oid == "1700"
 }
 
+// How a BIT column's values come (column.bits).
+const (
+	bitUint = 1 + iota
+	bitText
+)
+
+// bitColumn makes col a BIT(n) column as MariaDB describes one: binary, UNSIGNED (length 64
+// when its engine says none).
+func (col *column) bitColumn(how uint8, n uint32) {
+	mf := col.field
+	if n == 0 || n > 64 {
+		n = 64
+	}
+	mf.Type, mf.ColumnLength, mf.Charset = mysql.MYSQL_TYPE_BIT, n, charsetBinary
+	mf.Flag = mf.Flag&^mysql.BINARY_FLAG | mysql.UNSIGNED_FLAG
+	col.bits = how
+}
+
+// isBitText reports a bit string as text: PostgreSQL's bit(n) and bit varying, DuckDB's BIT.
+func isBitText(f arrow.Field) bool {
+	if d, ok := f.Metadata.GetValue(engine.MetaDuckDBType); ok {
+		return d == "BIT"
+	}
+	oid, _ := f.Metadata.GetValue(engine.MetaPGOID)
+	return oid == "1560" || oid == "1562"
+}
+
+// bitLength is a PostgreSQL bit(n)'s n (its typmod); 0 when unknown.
+func bitLength(f arrow.Field) uint32 {
+	typmod, _ := f.Metadata.GetValue(engine.MetaPGTypmod)
+	n, err := strconv.ParseUint(typmod, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(n)
+}
+
+// appendBits appends a BIT(n) value as MariaDB sends it: (n+7)/8 bytes, big-endian. A bit
+// string longer than n keeps its last n bits, as MariaDB stores a value too long for its
+// column (which it refuses in strict mode).
+func appendBits(b []byte, col *column, a arrow.Array, i int) []byte {
+	var v uint64
+	switch a := a.(type) {
+	case *array.Uint64:
+		v = a.Value(i)
+	default:
+		for _, c := range []byte(textAt(a, i)) {
+			v = v<<1 | uint64(c&1)
+		}
+	}
+	for k := (int(col.field.ColumnLength)+7)/8 - 1; k >= 0; k-- {
+		b = append(b, byte(v>>(8*k)))
+	}
+	return b
+}
+
 // isUUID reports 16 bytes that are a UUID: PostgreSQL's or DuckDB's, or the engines' UUIDType
 // without another source type.
 func isUUID(f arrow.Field) bool {
@@ -439,6 +506,9 @@ func appendText(b []byte, col *column, a arrow.Array, i int) []byte {
 }
 
 func textValue(b []byte, col *column, a arrow.Array, i int) []byte {
+	if col.bits != 0 {
+		return appendBits(b, col, a, i)
+	}
 	switch a := a.(type) {
 	case *array.Boolean:
 		if a.Value(i) {
@@ -514,6 +584,11 @@ func appendString(b []byte, col *column, v string) []byte {
 // appendBinary appends row i of a in the binary protocol (the caller sets the NULL bitmap).
 func appendBinary(b []byte, col *column, a arrow.Array, i int) []byte {
 	le := binary.LittleEndian
+	if col.bits != 0 { // a length-encoded string, as MariaDB sends a BIT
+		var tmp [8]byte
+		v := appendBits(tmp[:0], col, a, i)
+		return append(append(b, mysql.PutLengthEncodedInt(uint64(len(v)))...), v...)
+	}
 	switch a := a.(type) {
 	case *array.Boolean:
 		if a.Value(i) {
