@@ -84,6 +84,9 @@ type Request struct {
 	// kin; it vouches for SQL only while SQL is the very string it was given with
 	// (ShapedText.Of), so a rewrite of SQL needs no care. Zero: none known.
 	Shape sqltok.ShapedText
+	// Sequences is a PostgreSQL client's session's currval and lastval (its connection's), for
+	// an engine whose own are not a session's (DuckDB); nil from other protocols.
+	Sequences *SessionSequences
 
 	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
 }

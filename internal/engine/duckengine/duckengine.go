@@ -59,7 +59,9 @@ type Engine struct {
 	actionsMaybe atomic.Bool
 	// deferrableMaybe: a DEFERRABLE foreign key may exist (pgdeferred.go)
 	deferrableMaybe atomic.Bool
-	reopen          reopener
+	// identityMaybe: a column GENERATED ... AS IDENTITY may exist (pgidentity.go)
+	identityMaybe atomic.Bool
+	reopen        reopener
 	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
 	advisory advisoryLocks
 	found    foundRows       // MySQL clients' FOUND_ROWS() (foundrows.go)
@@ -171,6 +173,7 @@ func (e *Engine) openDB() (*sql.DB, error) {
 	db.SetMaxIdleConns(e.reopen.conns)
 	e.noteDeclaredActions(db)
 	e.noteDeclaredDeferrable(db)
+	e.noteDeclaredIdentity(db)
 	return db, nil
 }
 
@@ -367,7 +370,11 @@ func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Req
 		// parameters, no rows, and nothing DuckDB could prepare as written.
 		return &engine.Description{}, err
 	}
-	q, err := compatRequest(client, e.reopen.database)
+	q, err := sequenceCalls(client) // pgsessionseq.go
+	if err != nil {
+		return nil, err
+	}
+	q, err = compatRequest(q, e.reopen.database)
 	if err != nil {
 		return nil, err
 	}
@@ -479,6 +486,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		return nil, err
 	}
 	client := q
+	if q, err = sequenceCalls(q); err != nil { // pgsessionseq.go
+		return nil, err
+	}
 	q, err = compatRequest(q, e.reopen.database)
 	if err != nil {
 		return nil, err
@@ -505,6 +515,10 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		release(conn, err == nil && !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "set"))
 		e.noteFatal(err)
 		return rows, err
+	}
+	if q, err = e.identityWrite(ctx, conn, client, q); err != nil { // pgidentity.go
+		release(conn, true)
+		return nil, err
 	}
 	q, up := mysqlUpsert(ctx, conn, client, q)
 	q, ai := mysqlInsert(ctx, conn, client, q)
@@ -558,7 +572,8 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return nil, explain(err)
 	}
-	rows, err := run(ctx, conn, q, st.p, func() { release(conn, st.clean()); cancel() })
+	taking := e.watchDefaults(ctx, conn, client, st.p) // pgsessionseq.go
+	rows, err := run(ctx, conn, q, st.p, func() { taking.finish(ctx, conn); release(conn, st.clean()); cancel() })
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
 		rows, err = e.retryDelete(outer, nil, false, actionsClient(client, st.p.sqlText), q, st.p, err)
 		err = mysqlActionError(client, err)

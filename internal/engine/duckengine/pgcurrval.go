@@ -17,9 +17,8 @@ import (
 // value taken (n - 1 after setval(s, n, false), where PostgreSQL keeps the value the sequence
 // gave before) or no value at all (a sequence created again, where PostgreSQL answers n). The
 // engine keeps, per sequence, what currval answers while DuckDB's last value is still the one
-// setval left; a PostgreSQL client's currval('name') is written so (currvalCall). Like DuckDB's
-// currval, the answer is the database's, not a session's: a pooled client has no session of
-// its own.
+// setval left; a PostgreSQL client's currval('name') is written so (currvalCall), when the
+// client has no session of its own (query.Request.Sequences: pgsessionseq.go answers it then).
 
 // currvalNote is what currval of sequence schema.name returns while DuckDB's last value for it
 // is whileLast (NULL: none): the value in answer, or, when answer is NULL, PostgreSQL's 55000
@@ -37,6 +36,9 @@ type currvalNotes struct {
 	mu    sync.Mutex
 	notes map[string]currvalNote
 	n     atomic.Int32 // len(notes), read without the lock on every statement
+	// taking is held while an INSERT of a PostgreSQL client's takes its table's defaults'
+	// values, from one read of their sequences to the next (pgsessionseq.go).
+	taking sync.Mutex
 }
 
 func (c *currvalNotes) note(n currvalNote) {
@@ -59,7 +61,7 @@ func (c *currvalNotes) note(n currvalNote) {
 // written is q (client's statement as compatRequest wrote it) with each currval('[schema.]name')
 // of a noted sequence written as the noted answer while it holds; q itself for any other.
 func (c *currvalNotes) written(client, q *query.Request) *query.Request {
-	if c.n.Load() == 0 || client.Protocol != query.ProtocolPostgres || !containsFold(q.SQL, "currval") {
+	if c.n.Load() == 0 || client.Protocol != query.ProtocolPostgres || client.Sequences != nil || !containsFold(q.SQL, "currval") {
 		return q
 	}
 	c.mu.Lock()

@@ -42,6 +42,8 @@ func declaredSetupSQL(qualifier string) []string {
 			"kind VARCHAR, columns VARCHAR[], name VARCHAR, on_delete VARCHAR, on_update VARCHAR)",
 		// a foreign key's DEFERRABLE: 'i' INITIALLY IMMEDIATE, 'd' INITIALLY DEFERRED (pgdeferred.go)
 		"ALTER TABLE " + qualifier + ".constraints ADD COLUMN IF NOT EXISTS deferral VARCHAR",
+		// an identity column's GENERATED: 'a' ALWAYS, 'd' BY DEFAULT (pgidentity.go)
+		"ALTER TABLE " + qualifier + ".columns ADD COLUMN IF NOT EXISTS identity VARCHAR",
 	}
 }
 
@@ -74,12 +76,14 @@ func setupDeclared(exec func(string) error, home string) (string, error) {
 }
 
 // readDeclaredThroughViews makes compat's catalog views of a read-only home's (from): a file
-// written before a column was added to the catalog (constraints.deferral) reads it as NULL,
-// as the ADD COLUMN that cannot run there would have left it. rowid is kept: MySQL clients'
+// written before a column was added to the catalog (constraints.deferral, columns.identity)
+// reads it as NULL, as the ADD COLUMN that cannot run there would have left it. rowid is kept: MySQL clients'
 // views number constraints by it. False when home has no catalog.
 func readDeclaredThroughViews(exec func(string) error, from, compat string) bool {
+	columns := "CREATE OR REPLACE VIEW " + compat + ".columns AS SELECT rowid AS rowid, " +
+		"schema_name, table_name, column_name, duck_type, type_oid, typmod, "
 	if exec("CREATE SCHEMA IF NOT EXISTS "+compat) != nil ||
-		exec("CREATE OR REPLACE VIEW "+compat+".columns AS SELECT rowid AS rowid, * FROM "+from+".columns") != nil {
+		exec(columns+"identity FROM "+from+".columns") != nil && exec(columns+"NULL::VARCHAR AS identity FROM "+from+".columns") != nil {
 		return false
 	}
 	view := "CREATE OR REPLACE VIEW " + compat + ".constraints AS SELECT rowid AS rowid, " +
@@ -90,9 +94,10 @@ func readDeclaredThroughViews(exec func(string) error, from, compat string) bool
 
 // declaredColumn is a column and PostgreSQL's type of it.
 type declaredColumn struct {
-	name   string
-	oid    uint32
-	typmod int32
+	name     string
+	oid      uint32
+	typmod   int32
+	identity byte // GENERATED ... AS IDENTITY: 'a' ALWAYS, 'd' BY DEFAULT, 0 not an identity column
 }
 
 // declaredConstraint is a primary key ('p'), unique ('u') or foreign key ('f') constraint with
@@ -158,7 +163,7 @@ func readDeclaredTable(sqlText string) *declaredTable {
 		col := pgIdent(def[0])
 		oid, typmod, n, ok := readPGType(def[1:])
 		if ok {
-			d.columns = append(d.columns, declaredColumn{col, oid, typmod})
+			d.columns = append(d.columns, declaredColumn{col, oid, typmod, identityKind(def[1+n:])})
 		}
 		d.constraints = append(d.constraints, columnConstraints(def[1+n:], col)...)
 	}
@@ -459,10 +464,14 @@ func (d *declaredTable) record() []string {
 	if len(d.columns) > 0 {
 		var rows []string
 		for _, c := range d.columns {
-			rows = append(rows, fmt.Sprintf("(%s, %d, %d)", quoteString(c.name), c.oid, c.typmod))
+			identity := "NULL"
+			if c.identity != 0 {
+				identity = "'" + string(c.identity) + "'"
+			}
+			rows = append(rows, fmt.Sprintf("(%s, %d, %d, %s)", quoteString(c.name), c.oid, c.typmod, identity))
 		}
-		stmts = append(stmts, "INSERT INTO "+declaredSchema+".columns SELECT c.schema_name, c.table_name, c.column_name, c.data_type, v.oid, v.typmod "+
-			"FROM (VALUES "+strings.Join(rows, ", ")+") v(col, oid, typmod) JOIN duckdb_columns() c ON c.database_name = current_database() "+
+		stmts = append(stmts, "INSERT INTO "+declaredSchema+".columns SELECT c.schema_name, c.table_name, c.column_name, c.data_type, v.oid, v.typmod, v.identity "+
+			"FROM (VALUES "+strings.Join(rows, ", ")+") v(col, oid, typmod, identity) JOIN duckdb_columns() c ON c.database_name = current_database() "+
 			"AND c.schema_name = "+schemaExpr(d.schema)+" AND lower(c.table_name) = lower("+quoteString(d.name)+") AND lower(c.column_name) = lower(v.col)")
 	}
 	for _, c := range d.constraints {

@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -44,7 +45,7 @@ type deferral struct {
 
 // deferredKey is a deferrable foreign key as DuckDB and the declared catalog describe it.
 type deferredKey struct {
-	name          string
+	table, name   string   // the table the key is a key of, DuckDB's name
 	deferral      byte     // declaredConstraint.deferral
 	cols, refCols []string // DuckDB's names
 	refTable      string
@@ -192,12 +193,40 @@ func (s *session) setNamed(ctx context.Context, names []string, mode byte) error
 // deferredKeys are the keys of table schema.name (DuckDB's schema; "" the current one) that
 // are checked at commit now and not yet set aside.
 func (s *session) deferredKeys(ctx context.Context, schema, name string) ([]deferredKey, error) {
-	rows, err := s.conn.QueryContext(ctx, `SELECT d.name, d.deferral, CAST(k.constraint_column_names AS VARCHAR[]), k.referenced_table,
+	return s.deferredKeysWhere(ctx, "lower(k.table_name) = lower(?)", schema, name)
+}
+
+// referencingTable is a table and its deferred keys referencing another.
+type referencingTable struct {
+	table string
+	keys  []deferredKey
+}
+
+// referencingKeys are the keys without an ON DELETE action referencing table schema.name that
+// are checked at commit now and not yet set aside, by the table they are keys of.
+func (s *session) referencingKeys(ctx context.Context, schema, name string) ([]referencingTable, error) {
+	// a key with an ON DELETE action acts at once, deferred or not: only NO ACTION waits
+	keys, err := s.deferredKeysWhere(ctx, "lower(k.referenced_table) = lower(?) AND coalesce(d.on_delete, 'a') = 'a'", schema, name)
+	var out []referencingTable
+	for _, k := range keys {
+		if n := len(out); n > 0 && out[n-1].table == k.table {
+			out[n-1].keys = append(out[n-1].keys, k)
+		} else {
+			out = append(out, referencingTable{table: k.table, keys: []deferredKey{k}})
+		}
+	}
+	return out, err
+}
+
+// deferredKeysWhere are the deferred keys of schema's tables (cond on duckdb_constraints() k
+// with the argument name) that are checked at commit now and not yet set aside, by table.
+func (s *session) deferredKeysWhere(ctx context.Context, cond, schema, name string) ([]deferredKey, error) {
+	rows, err := s.conn.QueryContext(ctx, `SELECT k.table_name, d.name, d.deferral, CAST(k.constraint_column_names AS VARCHAR[]), k.referenced_table,
 		CAST(k.referenced_column_names AS VARCHAR[]) FROM duckdb_constraints() k JOIN `+declaredSchema+`.constraints d
 		ON d.schema_name = k.schema_name AND d.table_name = lower(k.table_name) AND d.kind = 'f'
 		AND d.columns = list_transform(k.constraint_column_names, c -> lower(c))
 		WHERE k.constraint_type = 'FOREIGN KEY' AND k.database_name = current_database() AND d.deferral IN ('i', 'd')
-		AND k.schema_name = coalesce(nullif(?, ''), current_schema()) AND lower(k.table_name) = lower(?)`, schema, name)
+		AND k.schema_name = coalesce(nullif(?, ''), current_schema()) AND `+cond+` ORDER BY k.table_name, d.name`, schema, name)
 	if err != nil {
 		return nil, wrapErr(err)
 	}
@@ -207,7 +236,7 @@ func (s *session) deferredKeys(ctx context.Context, schema, name string) ([]defe
 		var k deferredKey
 		var deferral string
 		var cols, refCols duckdb.Composite[[]string]
-		if err := rows.Scan(&k.name, &deferral, &cols, &k.refTable, &refCols); err != nil {
+		if err := rows.Scan(&k.table, &k.name, &deferral, &cols, &k.refTable, &refCols); err != nil {
 			return nil, wrapErr(err)
 		}
 		k.deferral, k.cols, k.refCols = deferral[0], cols.Get(), refCols.Get()
@@ -219,10 +248,16 @@ func (s *session) deferredKeys(ctx context.Context, schema, name string) ([]defe
 }
 
 // deferWrite sets aside the deferred keys of the table a PostgreSQL client's INSERT or UPDATE
-// q (p prepared) writes, in a transaction, when a row it writes references nothing.
+// q (p prepared) writes, in a transaction, when a row it writes references nothing; before a
+// DELETE, those referencing the rows it deletes (deferDelete).
 func (s *session) deferWrite(ctx context.Context, client, q *query.Request, p *prepared) error {
-	if client.Protocol != query.ProtocolPostgres || s.status != 'T' || !s.e.deferrableMaybe.Load() ||
-		p == nil || p.kind != duckdb.STATEMENT_TYPE_INSERT && p.kind != duckdb.STATEMENT_TYPE_UPDATE {
+	if client.Protocol != query.ProtocolPostgres || s.status != 'T' || !s.e.deferrableMaybe.Load() || p == nil {
+		return nil
+	}
+	if p.kind == duckdb.STATEMENT_TYPE_DELETE {
+		return s.deferDelete(ctx, q, p)
+	}
+	if p.kind != duckdb.STATEMENT_TYPE_INSERT && p.kind != duckdb.STATEMENT_TYPE_UPDATE {
 		return nil
 	}
 	w, ok := readKeyWrite(p.sqlText)
@@ -304,6 +339,9 @@ func (w keyWrite) probe(ctx context.Context, s *session, schema string, keys []d
 	if callsVolatile(w.toks[w.after:end]) {
 		return true, nil // the probe would run nextval() or random() once more than the client asked
 	}
+	if volatile, err := s.callsVolatileMacro(ctx, w.toks[w.after:end]); err != nil || volatile {
+		return volatile, err // a function of the client's that does
+	}
 	source := w.sqlText[w.toks[w.after].Pos : w.toks[end-1].Pos+len(w.toks[end-1].Text)]
 	const probe = "temp.main.qf_deferred_probe"
 	stmts := []string{"CREATE OR REPLACE TEMPORARY TABLE qf_deferred_probe AS SELECT * FROM " + qualified(schema, w.table) + " LIMIT 0"}
@@ -336,6 +374,37 @@ func callsVolatile(toks []sqltok.Token) bool {
 		}
 	}
 	return false
+}
+
+// callsVolatileMacro reports whether toks call a function of the client's (a DuckDB macro:
+// CREATE FUNCTION ... LANGUAGE sql here) whose body, or the body of one it calls, calls one of
+// volatileFunctions: the probe would run it once more than the client asked (a nextval in it
+// taking one more number).
+func (s *session) callsVolatileMacro(ctx context.Context, toks []sqltok.Token) (bool, error) {
+	seen := map[string]bool{}
+	for range 4 { // macros calling macros, as deep as schemas go
+		var names []string
+		for i := 0; i+1 < len(toks); i++ {
+			if name := strings.ToLower(pgIdent(toks[i])); (toks[i].Kind == sqltok.Word || toks[i].Kind == sqltok.QuotedIdent) &&
+				toks[i+1].Text == "(" && !seen[name] {
+				seen[name] = true
+				names = append(names, quoteString(name))
+			}
+		}
+		if len(names) == 0 {
+			return false, nil
+		}
+		bodies, err := queryStrings(ctx, s.conn, `SELECT coalesce(macro_definition, '') FROM duckdb_functions() WHERE NOT internal
+			AND database_name = current_database() AND lower(function_name) IN (`+strings.Join(names, ", ")+`)`)
+		if err != nil || len(bodies) == 0 {
+			return false, err
+		}
+		toks = sqltok.SignificantTokens(strings.Join(bodies, " "), sqltok.Postgres)
+		if callsVolatile(toks) {
+			return true, nil
+		}
+	}
+	return true, nil // deeper than looked: as if it did
 }
 
 // updateProbe reports whether an UPDATE may set a key column of keys to a value referencing
@@ -567,5 +636,88 @@ func (s *session) checkDeferred(ctx context.Context, all bool) error {
 		}
 	}
 	s.deferral.detached = kept
+	return nil
+}
+
+// deferDelete sets aside, before a PostgreSQL client's DELETE of table w.table (p prepared) in
+// a transaction, the deferred keys referencing it from the tables with a row referencing a row
+// it deletes: PostgreSQL checks them at COMMIT (Django's delete() that fixes the referencing
+// rows after), DuckDB as the DELETE runs. A DELETE whose rows the probe cannot read (USING, a
+// parameter in RETURNING) sets every such table aside.
+func (s *session) deferDelete(ctx context.Context, q *query.Request, p *prepared) error {
+	toks := sqltok.SignificantTokens(p.sqlText, sqltok.Postgres)
+	if len(toks) < 3 || !isWord(toks[0], "delete") || !isWord(toks[1], "from") {
+		return nil
+	}
+	w, ok := readKeyWrite("INSERT INTO " + p.sqlText[toks[2].Pos:]) // the table's name as an INSERT's
+	if !ok {
+		return nil
+	}
+	referencing, err := s.referencingKeys(ctx, w.schema, w.table)
+	if err != nil || len(referencing) == 0 {
+		return err
+	}
+	schema := w.schema
+	if err := s.conn.QueryRowContext(ctx, "SELECT coalesce(nullif(?, ''), current_schema())", schema).Scan(&schema); err != nil {
+		return wrapErr(err)
+	}
+	// the rows it deletes: FROM t [[AS] alias] [WHERE ...], up to RETURNING
+	rest := w.toks[w.after:]
+	alias, i := "", 0
+	if i < len(rest) && isWord(rest[i], "as") {
+		i++
+	}
+	if i < len(rest) && (rest[i].Kind == sqltok.Word && !isWord(rest[i], "where") && !isWord(rest[i], "returning") && !isWord(rest[i], "using") ||
+		rest[i].Kind == sqltok.QuotedIdent) {
+		alias, i = rest[i].Text, i+1
+	}
+	probe := i == len(rest) || isWord(rest[i], "where") || isWord(rest[i], "returning")
+	where := " WHERE true"
+	if probe && i < len(rest) && isWord(rest[i], "where") {
+		end, depth := len(rest), 0
+		for j := i; j < len(rest); j++ {
+			switch t := rest[j]; {
+			case t.Text == "(":
+				depth++
+			case t.Text == ")":
+				depth--
+			case depth == 0 && (isWord(t, "returning") || t.Text == ";"):
+				end = min(end, j)
+			case j >= end && t.Kind == sqltok.Param:
+				probe = false
+			}
+		}
+		last := rest[end-1]
+		where = " " + w.sqlText[rest[i].Pos:last.Pos+len(last.Text)]
+	}
+	var args []any
+	if probe {
+		if args, err = coerceArgs(p.params, q.Args, true); err != nil {
+			return err
+		}
+	}
+	deleted := cmp.Or(alias, quoteIdent(w.table))
+	for _, r := range referencing {
+		refers := !probe
+		for _, k := range r.keys {
+			if refers {
+				break
+			}
+			var match []string
+			for n, c := range k.cols {
+				match = append(match, deleted+"."+quoteIdent(k.refCols[n])+" = c."+quoteIdent(c))
+			}
+			err := s.conn.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+qualified(schema, r.table)+" c WHERE EXISTS (SELECT 1 FROM "+
+				qualified(schema, w.table)+" "+alias+where+" AND "+strings.Join(match, " AND ")+"))", args...).Scan(&refers)
+			if err != nil {
+				return wrapErr(err)
+			}
+		}
+		if refers {
+			if err := s.detach(ctx, schema, r.table, r.keys); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }

@@ -3,6 +3,9 @@ package duckengine
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/engine"
@@ -18,7 +21,8 @@ import (
 // (Rails' and Django's migrations to identity too), which DuckDB refuses ("No support for that
 // ALTER TABLE option"). It is run as CREATE TABLE runs an identity column here (pgserial.go):
 // the sequence (the name given, else <table>_<column>_seq in the table's schema) with its START
-// and INCREMENT, and the column's DEFAULT nextval of it; ALWAYS does not refuse an explicit value.
+// and INCREMENT, and the column's DEFAULT nextval of it, its kind kept in the declared catalog
+// (identityWrite).
 
 // addIdentity reads q as ALTER TABLE ... ALTER [COLUMN] c ADD GENERATED ... AS IDENTITY;
 // handled is false for any other statement.
@@ -34,8 +38,11 @@ func addIdentity(q *query.Request) (run ownRun, handled bool) {
 	}
 	r.Word("column")
 	col := r.Name()
-	if col == "" || !r.Word("add") || !r.Word("generated") || !(r.Word("always") || r.Word("by") && r.Word("default")) ||
-		!r.Word("as") || !r.Word("identity") {
+	if col == "" || !r.Word("add") || !r.Word("generated") {
+		return nil, false
+	}
+	always := r.Word("always")
+	if !always && !(r.Word("by") && r.Word("default")) || !r.Word("as") || !r.Word("identity") {
 		return nil, false
 	}
 	var opts []sqltok.Token
@@ -61,8 +68,14 @@ func addIdentity(q *query.Request) (run ownRun, handled bool) {
 			seq = identitySequence(opts[i+2:])
 		}
 	}
+	kind := "d"
+	if always {
+		kind = "a"
+	}
 	stmts := []string{"CREATE SEQUENCE " + seq + identityOptions(opts),
-		"ALTER TABLE " + qualified(schema, tokenName(name)) + " ALTER COLUMN " + col + " SET DEFAULT nextval(" + quoteString(unquotedName(seq)) + ")"}
+		"ALTER TABLE " + qualified(schema, tokenName(name)) + " ALTER COLUMN " + col + " SET DEFAULT nextval(" + quoteString(unquotedName(seq)) + ")",
+		"UPDATE " + declaredSchema + ".columns SET identity = '" + kind + "' WHERE schema_name = " + schemaExpr(schema) +
+			" AND lower(table_name) = lower(" + quoteString(tokenName(name)) + ") AND lower(column_name) = lower(" + quoteString(tokenName(col)) + ")"}
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
 		if err := runAll(ctx, conn, stmts, inTx); err != nil {
 			return nil, err
@@ -227,4 +240,280 @@ func addTableKey(q *query.Request) (run ownRun, handled bool) {
 		}
 		return engine.TagRows("ALTER TABLE"), nil
 	}, true
+}
+
+// Identity columns as PostgreSQL keeps them. A column GENERATED ALWAYS AS IDENTITY takes no
+// value from an INSERT unless it says OVERRIDING SYSTEM VALUE (428C9 "cannot insert a
+// non-DEFAULT value into column"; a VALUES item DEFAULT is taken), and an UPDATE sets it to
+// DEFAULT only (428C9); OVERRIDING USER VALUE has an identity column of either kind take its
+// DEFAULT whatever the INSERT gives it. DuckDB has no identity columns (their DEFAULT nextval
+// here) and takes OVERRIDING's words without their meaning, so a PostgreSQL client's INSERT or
+// UPDATE of a table the declared catalog gives identity columns (columns.identity) is checked,
+// and an OVERRIDING USER VALUE written with DEFAULT in their place, before it runs. COPY is
+// PostgreSQL's exception, and DuckDB's too: it writes what it is given.
+
+// generatedAlways is PostgreSQL's SQLSTATE for a value given a GENERATED ALWAYS column.
+const generatedAlways = "428C9"
+
+// noteIdentity marks the engine as maybe having an identity column when client's statement,
+// one the engine runs as its own DDL, may declare one.
+func (e *Engine) noteIdentity(client *query.Request) {
+	if client.Protocol == query.ProtocolPostgres && !e.identityMaybe.Load() && containsFold(client.SQL, "identity") {
+		e.identityMaybe.Store(true)
+	}
+}
+
+// noteDeclaredIdentity marks the engine as maybe having an identity column when db's declared
+// catalog holds one (or cannot be read).
+func (e *Engine) noteDeclaredIdentity(db *sql.DB) {
+	var n int
+	if db.QueryRow("SELECT count(*) FROM "+declaredSchema+".columns WHERE identity IN ('a', 'd')").Scan(&n) != nil || n > 0 {
+		e.identityMaybe.Store(true)
+	}
+}
+
+// identityKind is an identity column's GENERATED in a column definition's tokens after its
+// type: 'a' ALWAYS, 'd' BY DEFAULT, 0 for none.
+func identityKind(ts []sqltok.Token) byte {
+	for i := 0; i+3 < len(ts); i++ {
+		if !isWord(ts[i], "generated") {
+			continue
+		}
+		switch {
+		case isWord(ts[i+1], "always") && isWord(ts[i+2], "as") && isWord(ts[i+3], "identity"):
+			return 'a'
+		case i+4 < len(ts) && isWord(ts[i+1], "by") && isWord(ts[i+2], "default") && isWord(ts[i+3], "as") && isWord(ts[i+4], "identity"):
+			return 'd'
+		}
+	}
+	return 0
+}
+
+// identityColumn is a column of a table, in order, and its identity (identityKind's letters).
+type identityColumn struct {
+	name     string
+	identity byte
+}
+
+// identityColumns are the columns of table schema.name in order, when one is an identity column
+// (nil otherwise).
+func identityColumns(ctx context.Context, conn *sql.Conn, schema, name string) ([]identityColumn, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT c.column_name, coalesce(any_value(d.identity), '') FROM duckdb_columns() c
+		LEFT JOIN `+declaredSchema+`.columns d ON d.schema_name = c.schema_name AND lower(d.table_name) = lower(c.table_name)
+		AND lower(d.column_name) = lower(c.column_name) AND c.column_default LIKE 'nextval(%'
+		WHERE c.database_name = current_database() AND c.schema_name = coalesce(nullif(?, ''), current_schema()) AND lower(c.table_name) = lower(?)
+		GROUP BY c.column_name, c.column_index ORDER BY c.column_index`, schema, name)
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	defer rows.Close()
+	var cols []identityColumn
+	any := false
+	for rows.Next() {
+		var c identityColumn
+		var kind string
+		if err := rows.Scan(&c.name, &kind); err != nil {
+			return nil, wrapErr(err)
+		}
+		if kind != "" {
+			c.identity, any = kind[0], true
+		}
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil || !any {
+		return nil, wrapErr(err)
+	}
+	return cols, nil
+}
+
+// identityWrite is q (a PostgreSQL client's statement as compatRequest wrote it) as PostgreSQL
+// takes it when it is an INSERT or UPDATE of a table with identity columns: 428C9 for a value
+// given a GENERATED ALWAYS column, an OVERRIDING USER VALUE's identity values written DEFAULT.
+func (e *Engine) identityWrite(ctx context.Context, conn *sql.Conn, client, q *query.Request) (*query.Request, error) {
+	if client.Protocol != query.ProtocolPostgres || !e.identityMaybe.Load() {
+		return q, nil
+	}
+	w, ok := readKeyWrite(q.SQL)
+	if !ok {
+		return q, nil
+	}
+	cols, err := identityColumns(ctx, conn, w.schema, w.table)
+	if err != nil || cols == nil {
+		return q, err
+	}
+	if !w.insert {
+		return q, identityUpdate(w, cols)
+	}
+	return identityInsert(q, w, cols)
+}
+
+// identityRefused is PostgreSQL's 428C9 for a value given col.
+func identityRefused(col, what string) error {
+	return &query.Error{Code: generatedAlways, Message: fmt.Sprintf(`%s "%s"`, what, col)}
+}
+
+// identityUpdate refuses an UPDATE setting a GENERATED ALWAYS column to anything but DEFAULT.
+func identityUpdate(w keyWrite, cols []identityColumn) error {
+	i := w.after
+	if i < len(w.toks) && isWord(w.toks[i], "as") {
+		i += 2
+	} else if i < len(w.toks) && w.toks[i].Kind == sqltok.Word && !isWord(w.toks[i], "set") {
+		i++ // an alias
+	}
+	if i >= len(w.toks) || !isWord(w.toks[i], "set") {
+		return nil
+	}
+	depth := 0
+	for i++; i < len(w.toks); i++ {
+		t := w.toks[i]
+		switch {
+		case t.Text == "(":
+			depth++
+		case t.Text == ")":
+			depth--
+		case depth == 0 && (isWord(t, "where") || isWord(t, "from") || isWord(t, "returning")):
+			return nil
+		case depth == 0 && i+2 < len(w.toks) && w.toks[i+1].Text == "=" && (t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent) &&
+			(i == 0 || w.toks[i-1].Text != "."):
+			if c := columnNamed(cols, pgIdent(t)); c != nil && c.identity == 'a' && !isWord(w.toks[i+2], "default") {
+				return identityRefused(c.name, "column") // PostgreSQL: column "id" can only be updated to DEFAULT
+			}
+		}
+	}
+	return nil
+}
+
+// columnNamed is the column of cols named name (as PostgreSQL compares names), or nil.
+func columnNamed(cols []identityColumn, name string) *identityColumn {
+	for i := range cols {
+		if strings.EqualFold(cols[i].name, name) {
+			return &cols[i]
+		}
+	}
+	return nil
+}
+
+// identityInsert checks and writes an INSERT (identityWrite).
+func identityInsert(q *query.Request, w keyWrite, cols []identityColumn) (*query.Request, error) {
+	toks, i := w.toks, w.after
+	if i < len(toks) && isWord(toks[i], "as") {
+		i += 2
+	}
+	targets := cols // the columns the source's values go to, in order
+	listFrom := -1
+	if i < len(toks) && toks[i].Text == "(" {
+		targets = nil
+		listFrom = i
+		for i++; i < len(toks) && toks[i].Text != ")"; i++ {
+			if toks[i].Text == "," {
+				continue
+			}
+			c := columnNamed(cols, pgIdent(toks[i]))
+			if c == nil {
+				return q, nil // DuckDB names what it does not know
+			}
+			targets = append(targets, *c)
+		}
+		i++
+	}
+	overriding := byte(0)
+	overFrom, overTo := i, i
+	if i+2 < len(toks) && isWord(toks[i], "overriding") && isWord(toks[i+2], "value") {
+		switch {
+		case isWord(toks[i+1], "system"):
+			overriding = 's'
+		case isWord(toks[i+1], "user"):
+			overriding = 'u'
+		}
+		i += 3
+		overTo = i
+	}
+	if overriding == 's' || i >= len(toks) || isWord(toks[i], "default") {
+		return q, nil // DuckDB takes the values given; DEFAULT VALUES gives none
+	}
+	end := len(toks) // the source's end: ON CONFLICT, RETURNING or the end
+	for j, depth := i, 0; j < len(toks); j++ {
+		switch t := toks[j]; {
+		case t.Text == "(":
+			depth++
+		case t.Text == ")":
+			depth--
+		case depth == 0 && (isWord(t, "on") || isWord(t, "returning") || t.Text == ";"):
+			end = min(end, j)
+		}
+	}
+	given := func(c identityColumn) bool {
+		return overriding == 'u' && c.identity != 0 || overriding == 0 && c.identity == 'a'
+	}
+	if !slices.ContainsFunc(targets, given) {
+		return q, nil
+	}
+	text := q.SQL
+	var b strings.Builder
+	if isWord(toks[i], "values") {
+		// each row's item for such a column: DEFAULT, else refused (ALWAYS) or written DEFAULT (USER VALUE)
+		b.WriteString(text[:toks[overFrom].Pos])
+		last := len(text)
+		if overTo < len(toks) {
+			last = toks[overTo].Pos
+		}
+		for j := i + 1; j < end; j++ {
+			if toks[j].Text != "(" {
+				continue
+			}
+			depth, item, start, k := 0, 0, j+1, j
+			for ; k < end; k++ {
+				switch t := toks[k]; {
+				case t.Text == "(":
+					depth++
+					continue
+				case t.Text == ")":
+					if depth--; depth > 0 {
+						continue
+					}
+				case t.Text != "," || depth != 1:
+					continue
+				}
+				// toks[start:k] is the row's item number item
+				if item < len(targets) && given(targets[item]) && !(k == start+1 && isWord(toks[start], "default")) {
+					if overriding == 0 {
+						return nil, identityRefused(targets[item].name, "cannot insert a non-DEFAULT value into column")
+					}
+					b.WriteString(text[last:toks[start].Pos] + "DEFAULT")
+					last = toks[k].Pos
+				}
+				item, start = item+1, k+1
+				if depth == 0 {
+					break
+				}
+			}
+			j = k
+		}
+		b.WriteString(text[last:])
+	} else {
+		if overriding == 0 {
+			return nil, identityRefused(targets[slices.IndexFunc(targets, given)].name, "cannot insert a non-DEFAULT value into column")
+		}
+		// OVERRIDING USER VALUE of a query: its other columns only
+		var names, items []string
+		for n, c := range targets {
+			if !given(c) {
+				names, items = append(names, quoteIdent(c.name)), append(items, "#"+strconv.Itoa(n+1))
+			}
+		}
+		from := toks[overFrom].Pos
+		if listFrom >= 0 {
+			from = toks[listFrom].Pos
+		}
+		source := text[toks[i].Pos:]
+		rest := ""
+		if end < len(toks) {
+			source, rest = text[toks[i].Pos:toks[end].Pos], " "+text[toks[end].Pos:]
+		}
+		b.WriteString(text[:from] + "(" + strings.Join(names, ", ") + ") SELECT " + strings.Join(items, ", ") +
+			" FROM (" + source + ") qf_source" + rest)
+	}
+	out := *q
+	out.SQL = b.String()
+	return &out, nil
 }

@@ -26,6 +26,7 @@ import (
 // one the engine runs as its own DDL, declares one.
 func (e *Engine) noteActions(client *query.Request) {
 	e.noteDeferrable(client)
+	e.noteIdentity(client)
 	if !withActionsOf(client) || e.actionsMaybe.Load() || !containsFold(client.SQL, "references") { // MySQL's: mysqlactions.go
 		return
 	}

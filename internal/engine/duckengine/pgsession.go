@@ -58,7 +58,7 @@ func mayReadSession(q *query.Request) bool {
 
 // sessionUser writes the session user keyword at w.i as its value, where it stands for the
 // user: not a qualified name's part (t.user), an alias (AS user), a role statement's object
-// (CREATE USER, TO current_user) or a call (MySQL's user()).
+// (CREATE USER, TO current_user), OVERRIDING USER VALUE's or a call (MySQL's user()).
 func (w *compatWriter) sessionUser() bool {
 	if w.session == nil || !sessionUserWords[w.word(w.i)] {
 		return false
@@ -67,7 +67,8 @@ func (w *compatWriter) sessionUser() bool {
 		return false // Trino's only such keyword
 	}
 	switch w.word(w.prevSig(w.i)) {
-	case ".", "as", "create", "alter", "drop", "to", "from", "for", "role", "authorization", "mapping":
+	case ".", "as", "create", "alter", "drop", "to", "from", "for", "role", "authorization", "mapping",
+		"overriding": // INSERT ... OVERRIDING USER VALUE (pgidentity.go)
 		return false
 	}
 	if next := w.word(w.sig(w.i+1, 0)); next == "." || next == "(" {

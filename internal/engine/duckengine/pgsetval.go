@@ -176,6 +176,9 @@ func (e *Engine) pgSetval(ctx context.Context, conn *sql.Conn, inTx bool, client
 			return err
 		}
 		e.currvals.note(note)
+		if client.Sequences != nil && !note.uncalled { // PostgreSQL's currval after setval(seq, n): n, the session's
+			client.Sequences.Set(note.schema+"."+note.name, m.n.Int64)
+		}
 	}
 	return nil
 }

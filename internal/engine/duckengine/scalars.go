@@ -16,13 +16,14 @@ import (
 
 // scalar is one Go function DuckDB calls, a row at a time; NULL in, NULL out.
 type scalar struct {
-	in  []duckdb.Type
-	out duckdb.Type
-	f   func(args []driver.Value) (any, error)
+	in       []duckdb.Type
+	out      duckdb.Type
+	volatile bool // it changes something, or answers anew each call: DuckDB must call it each row
+	f        func(args []driver.Value) (any, error)
 }
 
 func (s scalar) Config() duckdb.ScalarFuncConfig {
-	c := duckdb.ScalarFuncConfig{}
+	c := duckdb.ScalarFuncConfig{Volatile: s.volatile}
 	for _, t := range s.in {
 		info, _ := duckdb.NewTypeInfo(t)
 		c.InputTypeInfos = append(c.InputTypeInfos, info)

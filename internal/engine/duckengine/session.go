@@ -76,6 +76,10 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return nil, err
 	}
 	client := q
+	if q, err = sequenceCalls(q); err != nil { // pgsessionseq.go
+		s.fail()
+		return nil, err
+	}
 	q, err = compatRequest(q, s.e.reopen.database)
 	if err != nil {
 		s.fail()
@@ -91,6 +95,10 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	if err := s.e.found.count(ctx, client, s.Execute); err != nil {
 		return nil, err // the count's error failed the transaction
+	}
+	if q, err = s.e.identityWrite(ctx, s.conn, client, q); err != nil { // pgidentity.go
+		s.fail()
+		return nil, err
 	}
 	q, up := mysqlUpsert(ctx, s.conn, client, q)
 	q, ai := mysqlInsert(ctx, s.conn, client, q)
@@ -173,9 +181,11 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 			return rows, nil
 		}
 	}
+	taking := s.e.watchDefaults(ctx, s.conn, client, st.p)                            // pgsessionseq.go
 	rows, err := s.pgWrite(ctx, client, q, st.p, cancel, func() (query.Rows, error) { // pgrefwrites.go
 		return s.mysqlWrite(ctx, client, q, func() (query.Rows, error) { return run(ctx, s.conn, q, st.p, cancel) })
 	})
+	taking.finish(ctx, s.conn)
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
 		rows, err = s.e.retryDelete(outer, s.conn, s.status == 'T', actionsClient(client, st.p.sqlText), q, st.p, err)
 		err = mysqlActionError(client, err)

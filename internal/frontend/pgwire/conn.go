@@ -49,10 +49,11 @@ type conn struct {
 	user        string
 	database    string
 	startup     map[string]string
-	options     [][2]string       // the startup "options" (-c name=value), for engine sessions
-	headers     map[string]string // startup parameters as request headers, built on first use
-	setup       *string           // setupSQL's answer, built on first use
-	clientAddr  string            // RemoteAddr, built on first use
+	options     [][2]string             // the startup "options" (-c name=value), for engine sessions
+	headers     map[string]string       // startup parameters as request headers, built on first use
+	setup       *string                 // setupSQL's answer, built on first use
+	clientAddr  string                  // RemoteAddr, built on first use
+	sequences   *query.SessionSequences // the session's currval and lastval, made on first use
 
 	session engine.Session // pinned engine connection while a transaction is open, else nil
 	wire    *wireState     // the engine connection the client's messages are forwarded to (forward.go)
@@ -520,9 +521,12 @@ func (c *conn) fillRequest(req *query.Request, sql string, args []any) {
 	if c.clientAddr == "" {
 		c.clientAddr = c.nc.RemoteAddr().String()
 	}
+	if c.sequences == nil {
+		c.sequences = new(query.SessionSequences)
+	}
 	*req = query.Request{
 		SQL: sql, Args: args, User: c.user, Protocol: query.ProtocolPostgres,
-		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr, Shape: c.shaped,
+		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr, Shape: c.shaped, Sequences: c.sequences,
 	}
 }
 
