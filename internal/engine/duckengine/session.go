@@ -30,7 +30,11 @@ func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Sess
 		e.noteFatal(err)
 		return nil, err
 	}
-	return &session{e: e, conn: conn, status: 'I', clean: true}, nil
+	s := &session{e: e, conn: conn, status: 'I', clean: true}
+	if q.Protocol == query.ProtocolTrino {
+		s.trinoSchema = q.Schema
+	}
+	return s, nil
 }
 
 // session keeps PostgreSQL's transaction semantics on one DuckDB connection: it tracks the
@@ -59,12 +63,21 @@ type session struct {
 	written []string
 	// deferral is the transaction's SET CONSTRAINTS and deferred keys set aside (pgdeferred.go).
 	deferral deferral
+	// trinoSchema is the Trino client's schema the connection's search_path names ("": its
+	// own path); a USE inside the transaction moves it (trinoschema.go).
+	trinoSchema string
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	s.holdLast(ctx)
+	if q.Protocol == query.ProtocolTrino && q.Schema != "" && q.Schema != s.trinoSchema {
+		if err := followSchema(ctx, s.conn, q.Schema); err != nil {
+			return nil, err
+		}
+		s.trinoSchema = q.Schema
+	}
 	if call, ok, err := readAdvisory(q); ok {
 		return s.runAdvisory(ctx, call, q, err)
 	}

@@ -3,6 +3,7 @@ package trinohttp
 import (
 	"context"
 	"slices"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -34,6 +35,21 @@ func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.
 	}
 	fields := schema.Fields()
 	changed := false
+	if zones := zonedItems(pg, sqlText); len(zones) == len(fields) {
+		for i, f := range fields {
+			if zones[i].Zone == "" || !undeclaredPGTimestamp(f) || f.Type.(*arrow.TimestampType).TimeZone != "" {
+				continue
+			}
+			p := zones[i].Digits
+			if p < 0 || p > 6 {
+				p = 6
+			}
+			keys := slices.Concat(f.Metadata.Keys(), []string{engine.MetaTrinoDeclared, metaTrinoZone})
+			vals := slices.Concat(f.Metadata.Values(), []string{"timestamp(" + strconv.Itoa(p) + ") with time zone", zones[i].Zone})
+			fields[i].Metadata = arrow.NewMetadata(keys, vals)
+			changed = true
+		}
+	}
 	if declared := declaredTypes(pg, sqlText); len(declared) == len(fields) {
 		for i, f := range fields {
 			if declared[i] == "" || !undeclaredPGTimestamp(f) || zoned(declared[i]) != (f.Type.(*arrow.TimestampType).TimeZone != "") {
@@ -67,6 +83,20 @@ func declaredTypes(pg bool, sqlText string) []string {
 		return nil
 	}
 	return trinodecl.ItemTypes(sqlText)
+}
+
+// metaTrinoZone is the zone a timestamp column's values are wall times in: Trino's
+// timestamp with time zone of a zoned literal or of AT TIME ZONE, which PostgreSQL computes as
+// the zone's wall time (trinopg's zones.go), written with its zone.
+const metaTrinoZone = "trino.zone"
+
+// zonedItems is trinodecl.ZonedItems(sqlText) when some column is PostgreSQL's timestamp
+// without a precision (pg), else nil.
+func zonedItems(pg bool, sqlText string) []trinodecl.Zoned {
+	if !pg {
+		return nil
+	}
+	return trinodecl.ZonedItems(sqlText)
 }
 
 // undeclaredPGTimestamp reports whether f is PostgreSQL's timestamp or timestamptz without a

@@ -109,11 +109,15 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 		return simple("date")
 	case *arrow.TimestampType:
 		p := int64(timestampDigits(f, t))
+		tz := t.TimeZone
+		if tz == "" {
+			tz = metaValue(f, metaTrinoZone) // a zone's wall times (declared.go)
+		}
 		raw := "timestamp"
-		if t.TimeZone != "" {
+		if tz != "" {
 			raw = "timestamp with time zone"
 		}
-		return fmt.Sprintf("%s(%d)%s", "timestamp", p, tzSuffix(t.TimeZone)), TypeSignature{RawType: raw, Arguments: []TypeArgument{longArg(p)}}
+		return fmt.Sprintf("%s(%d)%s", "timestamp", p, tzSuffix(tz)), TypeSignature{RawType: raw, Arguments: []TypeArgument{longArg(p)}}
 	case *arrow.Time32Type:
 		p := int64(timeDigits(f, t.Unit))
 		return fmt.Sprintf("time(%d)", p), TypeSignature{RawType: "time", Arguments: []TypeArgument{longArg(p)}}
@@ -496,6 +500,10 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 		s := v.Format(time.DateTime) + fraction(v.Nanosecond(), timestampDigits(f, t))
 		if t.TimeZone != "" {
 			s += " UTC"
+		} else if f.Metadata.Len() > 0 {
+			if zone := metaValue(f, metaTrinoZone); zone != "" {
+				s += " " + zone // wall times in the zone a Trino client's statement named
+			}
 		}
 		return s
 	case *array.Time32:
