@@ -25,16 +25,30 @@ import (
 // columns that carry no precision, and with MariaDB's integers that are Trino booleans as
 // booleans (booleans.go); rows itself when there are none.
 func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.Rows, *arrow.Schema) {
-	pg, my := false, false
+	pg, my, js := false, false, false
 	for _, f := range schema.Fields() {
 		pg = pg || undeclaredPGTimestamp(f)
 		my = my || mysqlInteger(f)
+		js = js || pgJSONB(f)
 	}
-	if !pg && !my {
+	if !pg && !my && !js {
 		return rows, schema
 	}
 	fields := schema.Fields()
 	changed := false
+	if js {
+		if maps := trinodecl.MapItems(sqlText); len(maps) == len(fields) {
+			for i, f := range fields {
+				if maps[i] == "" || !pgJSONB(f) {
+					continue
+				}
+				keys := slices.Concat(f.Metadata.Keys(), []string{engine.MetaTrinoDeclared})
+				vals := slices.Concat(f.Metadata.Values(), []string{maps[i]})
+				fields[i].Metadata = arrow.NewMetadata(keys, vals)
+				changed = true
+			}
+		}
+	}
 	if zones := zonedItems(pg, sqlText); len(zones) == len(fields) {
 		for i, f := range fields {
 			if zones[i].Zone == "" || !undeclaredPGTimestamp(f) || f.Type.(*arrow.TimestampType).TimeZone != "" {
@@ -83,6 +97,13 @@ func declaredTypes(pg bool, sqlText string) []string {
 		return nil
 	}
 	return trinodecl.ItemTypes(sqlText)
+}
+
+// pgJSONB reports whether f is PostgreSQL's jsonb without a Trino type: Trino's map(...) of a
+// Trino client's statement is one (trinopg's map), announced as the map its text declares
+// (trinodecl.MapItems) and written as a JSON object, as Trino writes a map.
+func pgJSONB(f arrow.Field) bool {
+	return f.Metadata.Len() > 0 && isString(f.Type) && metaValue(f, engine.MetaPGType) == "jsonb" && metaValue(f, engine.MetaTrinoDeclared) == ""
 }
 
 // metaTrinoZone is the zone a timestamp column's values are wall times in: Trino's

@@ -273,3 +273,29 @@ func TestZonedTimestampsOnPostgres(t *testing.T) {
 		t.Errorf("hour in Tokyo: %d, want 12", h)
 	}
 }
+
+// Trino's map(array[...], array[...]) on PostgreSQL (a jsonb object there) is announced as
+// Trino's map of its literals' types and written as a JSON object, through both clients.
+func TestMapsOnPostgres(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
+	const sel = `select map(array['a', 'bc'], array[1, 2]) m, map(array[1], array[true]) n, map(array['x'], array[3000000000]), ` +
+		`element_at(map(array['a'], array[7]), 'a') e`
+	got := runNPMIn(t, ts.addr, "alice", "", "", npmStep{Name: "sel", SQL: sel})
+	o := got["sel"].OK
+	if o == nil {
+		t.Fatalf("npm: %+v", got["sel"].Error)
+	}
+	const wantTypes = "[map(varchar(2), integer) map(integer, boolean) map(varchar(1), bigint) integer]"
+	const wantRows = "[[map[a:1 bc:2] map[1:true] map[x:3e+09] 7]]" // the probe's JSON read as float64
+	if fmt.Sprint(o.Types) != wantTypes || fmt.Sprint(o.Rows) != wantRows || fmt.Sprint(o.Names) != "[m n _col2 e]" {
+		t.Errorf("npm: %v %v %v\n want %s %s", o.Names, o.Types, o.Rows, wantTypes, wantRows)
+	}
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	var mm, nn any
+	if err := db.QueryRow(`select map(array['a', 'bc'], array[1, 2]), map(array[1], array[true])`).Scan(&mm, &nn); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(mm) != "map[a:1 bc:2]" || fmt.Sprint(nn) != "map[1:true]" {
+		t.Errorf("go client: %v %v", mm, nn)
+	}
+}
