@@ -15,32 +15,24 @@ func MapItems(sqlText string) []string {
 	if !sqltok.ContainsFold(sqlText, "map") {
 		return nil
 	}
-	texts := selectItemTexts(sqlText)
-	out := make([]string, len(texts))
-	some := false
-	for i, text := range texts {
-		toks := withoutAlias(sqltok.SignificantTokens(text, sqltok.Trino))
-		n := len(toks)
-		if n > 0 && toks[n-1].Text == "*" {
-			return nil
-		}
-		if n < 4 || !isWord(toks[0], "map") || toks[1].Text != "(" || closes(toks, 1) != n-1 {
-			continue
-		}
-		args := splitTop(toks[2 : n-1])
-		if len(args) != 2 {
-			continue
-		}
-		k, v := arrayElementType(args[0]), arrayElementType(args[1])
-		if k != "" && v != "" {
-			out[i] = "map(" + k + ", " + v + ")"
-			some = true
-		}
+	return eachItem(sqlText, mapType)
+}
+
+// mapType is the Trino type of map(array[...], array[...]) of literals, "" for another item.
+func mapType(toks []sqltok.Token) string {
+	n := len(toks)
+	if n < 4 || !isWord(toks[0], "map") || toks[1].Text != "(" || closes(toks, 1) != n-1 {
+		return ""
 	}
-	if !some {
-		return nil
+	args := splitTop(toks[2 : n-1])
+	if len(args) != 2 {
+		return ""
 	}
-	return out
+	k, v := arrayElementType(args[0]), arrayElementType(args[1])
+	if k == "" || v == "" {
+		return ""
+	}
+	return "map(" + k + ", " + v + ")"
 }
 
 // arrayElementType is the Trino type of the elements of array[...] of literals of one kind:

@@ -20,29 +20,21 @@ func ZonedItems(sqlText string) []Zoned {
 	if !sqltok.ContainsFold(sqlText, "zone") && !sqltok.ContainsFold(sqlText, "timestamp") {
 		return nil
 	}
-	texts := selectItemTexts(sqlText)
-	out := make([]Zoned, len(texts))
-	some := false
-	for i, text := range texts {
-		toks := withoutAlias(sqltok.SignificantTokens(text, sqltok.Trino))
-		n := len(toks)
-		if n > 0 && toks[n-1].Text == "*" {
-			return nil
+	return eachItem(sqlText, zonedItem)
+}
+
+// zonedItem is a select item's Zoned, the zero Zoned for an item that is not one.
+func zonedItem(toks []sqltok.Token) Zoned {
+	n := len(toks)
+	switch {
+	case n == 2 && isWord(toks[0], "timestamp") && toks[1].Kind == sqltok.String:
+		if p, zone, ok := ZonedLiteral(toks[1].Text); ok {
+			return Zoned{p, zone}
 		}
-		switch {
-		case n == 2 && isWord(toks[0], "timestamp") && toks[1].Kind == sqltok.String:
-			if p, zone, ok := ZonedLiteral(toks[1].Text); ok {
-				out[i] = Zoned{p, zone}
-			}
-		case n >= 5 && isWord(toks[n-4], "at") && isWord(toks[n-3], "time") && isWord(toks[n-2], "zone") && toks[n-1].Kind == sqltok.String:
-			out[i] = Zoned{atZoneDigits(toks[:n-4]), zoneLabel(strings.Trim(toks[n-1].Text, "'"))}
-		}
-		some = some || out[i].Zone != ""
+	case n >= 5 && isWord(toks[n-4], "at") && isWord(toks[n-3], "time") && isWord(toks[n-2], "zone") && toks[n-1].Kind == sqltok.String:
+		return Zoned{atZoneDigits(toks[:n-4]), zoneLabel(strings.Trim(toks[n-1].Text, "'"))}
 	}
-	if !some {
-		return nil
-	}
-	return out
+	return Zoned{}
 }
 
 // atZoneDigits is the precision of x in x AT TIME ZONE 'zone', which keeps it; -1 where the
