@@ -403,3 +403,83 @@ func TestKeptBPlugsInWithoutEpollCtl(t *testing.T) {
 		t.Fatal("the pair did not stop when A closed")
 	}
 }
+
+// A B that stays plugged in from answer to answer (StayB: a MySQL client's engine connection
+// kept between its statements) keeps one receive armed on a ring, as A does, rather than one
+// armed per answer; unplugged, it hands back nothing it did not get, and plugged in again it
+// relays as before.
+func TestStayingBKeepsItsReceiveArmed(t *testing.T) {
+	onRing(t)
+	l := newLoop(t, 0)
+	const (
+		relay  = iota
+		unplug // at B's next answer's end
+		out    // B plugged in again at A's next query
+	)
+	state := relay
+	var mu sync.Mutex
+	unplugged := make(chan []byte, 1)
+	var r *relayed
+	var fb int
+	r = startPair(t, l, [2]Framer{PGWatching('Q'), PGWatching('Z')}, func(d Direction, _ []byte) Verdict {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case d == BToA && state == unplug:
+			state = out
+			return Unplug
+		case d == AToB && state == out:
+			state = relay
+			if err := r.handle.Plug(fb); err != nil {
+				t.Error(err)
+				return Hold
+			}
+		}
+		return Relay
+	}, func(p *Pair) {
+		p.KeepB, p.StayB = true, true
+		fb = p.B
+		p.Unplugged = func(_ int, rest []byte) { unplugged <- rest }
+	})
+	z := pgMsg('Z', []byte{'I'})
+	exchange := func(i int) {
+		t.Helper()
+		q := pgMsg('Q', []byte(fmt.Sprintf("select %d\x00", i)))
+		if _, err := r.client.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, r.server, len(q)); !bytes.Equal(got, q) {
+			t.Fatalf("B got %q, want %q", got, q)
+		}
+		answer := append(pgMsg('D', []byte(fmt.Sprintf("row %d", i))), z...)
+		if _, err := r.server.Write(answer); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, r.client, len(answer)); !bytes.Equal(got, answer) {
+			t.Fatalf("A got %q, want %q", got, answer)
+		}
+	}
+	exchange(0) // both receives armed
+	before := l.recvArms.Load()
+	const n = 20
+	for i := 1; i <= n; i++ {
+		exchange(i)
+	}
+	if arms := l.recvArms.Load() - before; arms > 2 {
+		t.Fatalf("%d receives armed over %d answers of a B that stays plugged in, want its one kept armed", arms, n)
+	}
+	mu.Lock()
+	state = unplug
+	mu.Unlock()
+	exchange(n + 1)
+	select {
+	case rest := <-unplugged:
+		if len(rest) != 0 {
+			t.Fatalf("unplugged with %q left over, want nothing", rest)
+		}
+	case <-time.After(wait):
+		t.Fatal("B was not unplugged")
+	}
+	exchange(n + 2) // plugged in again by the query's Watch
+	exchange(n + 3)
+}
