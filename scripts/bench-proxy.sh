@@ -637,9 +637,9 @@ paired() { # label, row a, row b (GTPS keys), goal ratio -> the goal line and it
 	# shellcheck disable=SC2086 # the ratios, a word each
 	med=$(fmedian $r)
 	goal "$1: median of $(printf '%s\n' $r | grep -c '^[0-9]') paired ratios $med >= $4" "$med >= $4" "${med/./}"
-	echo "    per round (tps $2 / $3): $r; rounds at or above $4: $(atleast "$4" "$r")"
+	echo "    per round (tps ${2#my-} / ${3#my-}): $r; rounds at or above $4: $(atleast "$4" "$r")"
 	# shellcheck disable=SC2086
-	echo "    cpu us/query per round ($2 / $3): $(paste -d/ <(printf '%s\n' ${GCPU[$2]:-}) <(printf '%s\n' ${GCPU[$3]:-}) | paste -sd' '); median ratio $(fmedian $c)"
+	echo "    cpu us/query per round (${2#my-} / ${3#my-}): $(paste -d/ <(printf '%s\n' ${GCPU[$2]:-}) <(printf '%s\n' ${GCPU[$3]:-}) | paste -sd' '); median ratio $(fmedian $c)"
 }
 paired "postgres passthrough tps >= pgbouncer's" passthrough pgbouncer 1.00
 echo "    (medians of the table's rows: passthrough ${TPS[passthrough]} vs pgbouncer ${TPS[pgbouncer]}: $(ratio "${TPS[pgbouncer]}" "${TPS[passthrough]}"))"

@@ -483,3 +483,84 @@ func TestStayingBKeepsItsReceiveArmed(t *testing.T) {
 	exchange(n + 2) // plugged in again by the query's Watch
 	exchange(n + 3)
 }
+
+// On a ring, the first receive of a B just plugged in (the request it answers goes out in the
+// same enter) arms the socket's poll without a first attempt, which would find nothing; an
+// answer already waiting when B is plugged in (its peer spoke first) is received all the same.
+func TestPluggedBsFirstReceivePollsFirst(t *testing.T) {
+	onRing(t)
+	l := newLoop(t, 0)
+	client, a := tcpPair(t)
+	t.Cleanup(func() { client.Close() })
+	fa, err := Detach(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, server := tcpPair(t)
+	t.Cleanup(func() { server.Close() })
+	fb, err := Detach(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Release(fb); _ = unix.Close(fb) })
+	h := l.NewHandle()
+	unplugged := make(chan struct{}, 1)
+	err = h.Start(Pair{A: fa, B: -1, KeepB: true,
+		Framing: [2]Framer{PGWatching('Q'), PGWatching('Z')},
+		Watch: func(d Direction, msg []byte) Verdict {
+			if d == BToA {
+				return Unplug
+			}
+			if err := h.Plug(fb); err != nil {
+				t.Error(err)
+				return Hold
+			}
+			return Relay
+		},
+		Unplugged: func(int, []byte) { unplugged <- struct{}{} },
+		Done:      func(Result) { _ = unix.Close(fa) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := pgMsg('Z', []byte{'I'})
+	transaction := func(early []byte) {
+		t.Helper()
+		q := pgMsg('Q', []byte("select 1\x00"))
+		if _, err := client.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, server, len(q)); !bytes.Equal(got, q) {
+			t.Fatalf("B got %q, want %q", got, q)
+		}
+		if _, err := server.Write(z); err != nil {
+			t.Fatal(err)
+		}
+		want := append(append([]byte(nil), early...), z...)
+		if got := readN(t, client, len(want)); !bytes.Equal(got, want) {
+			t.Fatalf("A got %q, want %q", got, want)
+		}
+		select {
+		case <-unplugged:
+		case <-time.After(wait):
+			t.Fatal("B was not unplugged")
+		}
+	}
+	before := l.pollFirsts.Load()
+	const n = 5
+	for range n {
+		transaction(nil)
+	}
+	if got := l.pollFirsts.Load() - before; got != n {
+		t.Fatalf("%d of %d plugged-in Bs' first receives polled first", got, n)
+	}
+	// B's peer speaks while B is out: the bytes wait in its socket, and the receive armed at the
+	// next plug (poll first) finds them at once.
+	notice := pgMsg('N', []byte("idle"))
+	if _, err := server.Write(notice); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // the notice waits in B's socket
+	transaction(notice)
+	transaction(nil)
+}

@@ -137,6 +137,7 @@ type recvQ struct {
 	cancelling bool
 	starved    bool          // the receive ended for want of buffers: re-armed once some are back
 	bulk       bool          // a completion filled a buffer: the socket's receives are multishot from now on
+	asked      bool          // B was just plugged in: its first receive awaits the answer to what is sent to it
 	eof        bool          // the peer closed its end (after the chunks)
 	err        syscall.Errno // the receive failed (after the chunks)
 }
@@ -201,6 +202,14 @@ func (l *Loop) armRecv(p *pair, side Direction) {
 	s.Opcode, s.FD = uring.OpRecv, int32(p.fd(side))
 	if side == AToB || !p.p.KeepB || p.p.StayB || q.bulk {
 		s.Ioprio = uring.RecvMultishot
+	}
+	if q.asked {
+		// The first receive of a B just plugged in comes after the request it answers, sent in
+		// the same enter: an attempt would find nothing (a receive that fails, then the poll
+		// armed); the poll alone is armed. (A later one may find more of an answer waiting.)
+		s.Ioprio |= uring.RecvPollFirst
+		q.asked = false
+		l.pollFirsts.Add(1)
 	}
 	l.recvArms.Add(1)
 	s.Flags = uring.SqeBufferSelect
