@@ -193,7 +193,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 			return rows, nil
 		}
 	}
-	taking := s.e.watchDefaults(ctx, s.conn, client, st.p)                            // pgsessionseq.go
+	taking := watchDefaults(ctx, s.conn, client, st.p)                                // pgsessionseq.go
 	rows, err := s.pgWrite(ctx, client, q, st.p, cancel, func() (query.Rows, error) { // pgrefwrites.go
 		return s.mysqlWrite(ctx, client, q, func() (query.Rows, error) { return run(ctx, s.conn, q, st.p, cancel) })
 	})
