@@ -48,7 +48,7 @@ func (o *fakeFlightOwner) DoGet(_ *flight.Ticket, stream flight.FlightService_Do
 
 type flightPeers []workerapi.Peer
 
-func (p flightPeers) Peers() []workerapi.Peer            { return p }
+func (p flightPeers) Peers() []workerapi.Peer          { return p }
 func (flightPeers) RefreshPeers(context.Context) error { return nil }
 
 // flightWorker starts a Flight SQL server for worker name on a loopback port, its forwarder
