@@ -2,11 +2,13 @@ package mysqlwire
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/server"
 
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -16,8 +18,12 @@ import (
 // had: ORMs and migration tools create a database when told so, and a typo would otherwise
 // surface as a missing table at the first statement. The engine the new database's statements
 // go to is asked (SHOW DATABASES, which every engine answers: mysqlshow on those that are not
-// MySQL's), on the session's pinned connection if it has one. The handshake's database is not
-// checked: the login has not been verified when go-mysql reads it (RESULTS.md, session 38).
+// MySQL's), on the session's pinned connection if it has one. The handshake's database is
+// checked once the password was found right (loginDatabase), and a login to one that does not
+// exist is refused with 1049 as MariaDB refuses it (the client's connect fails, as it does on
+// MariaDB, instead of its first statement). A database an access rule's catalogs refuse the
+// user is answered as one that does not exist (1049, whether it exists or not): a user limited
+// to catalogs learns nothing of the others' names from USE or a login.
 
 // knownDatabase is nil when db is "", the session's, or a database SHOW DATABASES lists (its name compared
 // exactly, as MariaDB compares names on a case-sensitive file system), else MariaDB's 1049, or
@@ -26,6 +32,23 @@ func (h *session) knownDatabase(db string) error {
 	if db == "" || db == h.db {
 		return nil // the one it has: USE of it again costs no round trip
 	}
+	return h.databaseExists(db)
+}
+
+// loginDatabase checks the handshake's database (go-mysql's UseDB set h.db) once c's login was
+// verified: nil, or the error the login ends with.
+func (h *session) loginDatabase(c *server.Conn) error {
+	if h.db == "" {
+		return nil
+	}
+	h.conn, h.user = c, c.GetUser()
+	h.headers = h.attributes() // routing may read them, as it will the session's statements
+	h.collation = carriedCollation(c.Charset())
+	return h.databaseExists(h.db)
+}
+
+// databaseExists asks db's engine whether db exists (knownDatabase).
+func (h *session) databaseExists(db string) error {
 	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return errNotConfigured
 	}
@@ -39,13 +62,17 @@ func (h *session) knownDatabase(db string) error {
 	defer cancel()
 	rows, err := execute(ctx, req)
 	if err != nil {
+		var qe *query.Error
+		if errors.As(err, &qe) && qe.Code == query.CodeAccessDenied && qe.Catalog == db {
+			return unknownDatabase(db) // refused by the rules' catalogs: as if it did not exist
+		}
 		return h.clientError(err)
 	}
 	defer rows.Close()
 	for {
 		batch, err := rows.Next(ctx)
 		if err == io.EOF {
-			return mysql.NewError(mysql.ER_BAD_DB_ERROR, "Unknown database '"+db+"'")
+			return unknownDatabase(db)
 		}
 		if err != nil {
 			return h.clientError(err)
@@ -60,6 +87,11 @@ func (h *session) knownDatabase(db string) error {
 			}
 		}
 	}
+}
+
+// unknownDatabase is MariaDB's answer to a database that does not exist.
+func unknownDatabase(db string) error {
+	return mysql.NewError(mysql.ER_BAD_DB_ERROR, "Unknown database '"+db+"'")
 }
 
 // textAt is row i of a, a column of names (text, or bytes from a MySQL engine).
