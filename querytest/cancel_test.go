@@ -97,6 +97,11 @@ func errString(err error) string {
 // startCancelDaemon is a standalone daemon with the MySQL, Trino and Flight SQL frontends on
 // the database at dbURL; group is more settings of its cluster group.
 func startCancelDaemon(t *testing.T, dbURL, group string) map[string]string {
+	return startFrontendsDaemon(t, dbURL, 8, group)
+}
+
+// startFrontendsDaemon is startCancelDaemon with maxRunning connections to the database.
+func startFrontendsDaemon(t *testing.T, dbURL string, maxRunning int, group string) map[string]string {
 	addrs := daemontest.FreeAddrs(t, 4)
 	cfg := daemontest.WriteFile(t, "cancel.yaml", fmt.Sprintf(`queryflux:
   role: standalone
@@ -105,7 +110,7 @@ func startCancelDaemon(t *testing.T, dbURL, group string) map[string]string {
     mysql: {enabled: true, listen: "%s"}
     trino: {enabled: true, listen: "%s"}
     flightsql: {enabled: true, listen: "%s"}
-`, addrs[0], adminToken, addrs[1], addrs[2], addrs[3])+pgClusterWith(t, dbURL, 8, group))
+`, addrs[0], adminToken, addrs[1], addrs[2], addrs[3])+pgClusterWith(t, dbURL, maxRunning, group))
 	startDaemon(t, nil, addrs, "--config", cfg)
 	return map[string]string{"mysql": addrs[1], "trino": addrs[2], "flightsql": addrs[3]}
 }

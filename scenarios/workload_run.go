@@ -195,10 +195,14 @@ type checkedLeases struct {
 }
 
 func (c *checkedLeases) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (capacity.Lease, error) {
+	return c.AcquireNamed(ctx, cluster, holder, "", limit, ttl, now)
+}
+
+func (c *checkedLeases) AcquireNamed(ctx context.Context, cluster, holder, request string, limit int, ttl time.Duration, now time.Time) (capacity.Lease, error) {
 	if !storeServed(ctx, capacity.PathAcquire) {
 		return capacity.Lease{}, ctx.Err()
 	}
-	l, err := c.Memory.Acquire(ctx, cluster, holder, limit, ttl, now)
+	l, err := c.Memory.AcquireNamed(ctx, cluster, holder, request, limit, ttl, now)
 	if err != nil {
 		return l, err
 	}

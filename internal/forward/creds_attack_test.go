@@ -66,7 +66,7 @@ func TestForwardedFollowUpsHandCredentialsOnlyToAProvenOwner(t *testing.T) {
 	const secret = "creds-secret-0123456789"
 	w2, advertised := testOwner(testEnv, "w2", secret)
 	genuine := &credsOwner{}
-	srv := httptest.NewServer(w2.Vouching(BindTrino, genuine.handler()))
+	srv := httptest.NewServer(w2.Unsealing(w2.Vouching(BindTrino, genuine.handler())))
 	t.Cleanup(srv.Close)
 	advertised.add(srv.URL)
 	w1, _ := New(Options{Env: testEnv, Name: "w1", Secret: secret, Client: NewClient(nil),

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -26,12 +27,13 @@ var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie
 // as it comes. The forwarded request keeps the client's Host (so links the owner builds point
 // at the address the client used) and carries the hop headers. The client's credentials are
 // kept back: a request is sent first without them, and sent again with them only when the
-// owner answers 401 with HeaderOwnerProof (it holds the worker secret). An owner that asks for
-// them without that proof gets nothing: the client is answered 502 saying why. An owner that
-// refuses the proof for its date and tells its clock is asked again once, dated by that clock.
-// When the owner is unknown or does not answer, ProxyHTTP writes nothing and returns the
-// error: the caller answers as for an unknown query. A request with a body is sent again only
-// when r.GetBody gives it anew.
+// owner answers 401. What the client asked (method, path, headers, body) travels sealed
+// (sealRequest), and an answer is passed on only when it carries HeaderOwnerProof (the owner
+// holds the worker secret and took the proof): any other answer, a request for credentials
+// included, gets the client 502 saying why. An owner that refuses the proof for its date and
+// tells its clock is asked again once, dated by that clock. When the owner is unknown or does
+// not answer, ProxyHTTP writes nothing and returns the error: the caller answers as for an
+// unknown query.
 func (f *Forwarder) ProxyHTTP(w http.ResponseWriter, r *http.Request, protocol, owner string) error {
 	start := f.opts.Env.Now()
 	base, err := f.Endpoint(r.Context(), owner, protocol)
@@ -44,8 +46,15 @@ func (f *Forwarder) ProxyHTTP(w http.ResponseWriter, r *http.Request, protocol, 
 		f.Observe(protocol, OutcomeUnknown, 0)
 		return fmt.Errorf("forward: owner endpoint %q: %w", base, err)
 	}
-	x := &exchange{f: f, r: r, protocol: protocol, owner: owner, target: target, start: start,
-		resendable: r.Body == nil || r.Body == http.NoBody || r.GetBody != nil, withheld: hasCredentials(r)}
+	x := &exchange{f: f, r: r, protocol: protocol, owner: owner, target: target, start: start, withheld: hasCredentials(r)}
+	if r.Body != nil && r.Body != http.NoBody {
+		// Sealed whole (and so sendable again): a Trino statement's body is bounded at 16 MiB.
+		if x.body, err = io.ReadAll(io.LimitReader(r.Body, forwardedBodyMax+1)); err != nil || len(x.body) > forwardedBodyMax {
+			f.Observe(protocol, OutcomeUnreachable, 0)
+			return fmt.Errorf("forward: the client's body unread or larger than %d bytes: %v", forwardedBodyMax, err)
+		}
+		r.Body, r.ContentLength, r.GetBody = http.NoBody, 0, nil
+	}
 	for attempt := 0; attempt < 3; attempt++ {
 		switch x.once(w) {
 		case sentAgain:
@@ -53,7 +62,7 @@ func (f *Forwarder) ProxyHTTP(w http.ResponseWriter, r *http.Request, protocol, 
 		case unproven:
 			f.Observe(protocol, OutcomeUnproven, 0)
 			http.Error(w, fmt.Sprintf("the worker owning this query (at %s) did not prove it holds the fleet's worker secret: "+
-				"your credentials were not forwarded to it", target.Host), http.StatusBadGateway)
+				"its answer was not passed on, and your credentials were not forwarded to it", target.Host), http.StatusBadGateway)
 			return nil
 		case unanswered:
 			f.Observe(protocol, OutcomeUnreachable, 0)
@@ -71,8 +80,8 @@ type exchange struct {
 	protocol, owner  string
 	target           *url.URL
 	start            time.Time
-	resendable       bool // no body, or one GetBody gives again: it can be sent again
-	withheld         bool // the client's credentials are not sent (yet)
+	body             []byte // the client's request body, sealed into every send
+	withheld         bool   // the client's credentials are not sent (yet)
 	clockRetried     bool
 	credentialsAsked bool
 	failed           error
@@ -92,14 +101,6 @@ var errHeldBack = errors.New("forward: the owner's answer is not passed on")
 
 // once sends the request and passes the owner's answer on, unless it is one ProxyHTTP acts on.
 func (x *exchange) once(w http.ResponseWriter) sendResult {
-	if x.r.GetBody != nil {
-		body, err := x.r.GetBody()
-		if err != nil {
-			x.failed = err
-			return unanswered
-		}
-		x.r.Body = body
-	}
 	var sent string
 	result := answered
 	rp := &httputil.ReverseProxy{
@@ -115,6 +116,9 @@ func (x *exchange) once(w http.ResponseWriter) sendResult {
 				}
 			}
 			sent = pr.Out.Header.Get(HeaderSecret)
+			// Nothing the client asked is readable on the way: what answers at the owner's
+			// address may not be the owner.
+			x.f.sealRequest(pr.Out, x.owner, DialedAddress(x.target.String()), x.body)
 		},
 		Transport:     x.f.opts.Client.Transport,
 		FlushInterval: -1,
@@ -140,16 +144,15 @@ func (x *exchange) once(w http.ResponseWriter) sendResult {
 // them), or refuse to send credentials to an owner that asked without proof.
 func (x *exchange) judge(resp *http.Response, sent string) sendResult {
 	switch {
-	case !x.resendable:
-		return answered
+	case !x.f.vouched(x.owner, sent, resp.Header.Get(HeaderOwnerProof)):
+		// Not the owner's answer (a host at a stale address, or the owner refusing a relay): not
+		// the client's either.
+		return unproven
 	case resp.StatusCode == http.StatusForbidden && !x.clockRetried &&
 		x.f.learnClock(x.owner, sent, resp.Header.Get(HeaderPeerTime)):
 		x.clockRetried = true
 		return sentAgain
 	case resp.StatusCode == http.StatusUnauthorized && x.withheld && !x.credentialsAsked:
-		if !x.f.vouched(x.owner, sent, resp.Header.Get(HeaderOwnerProof)) {
-			return unproven
-		}
 		x.withheld, x.credentialsAsked = false, true
 		return sentAgain
 	}

@@ -154,12 +154,14 @@ func (l Locality) send(ctx context.Context, owner, endpoint string, req *query.R
 	if err != nil {
 		return nil, errors.Join(proxy.ErrRunHere, err)
 	}
+	// Sealed: what answers at the owner's address may not be the owner (sealRequest).
+	body = l.f.seal(owner, DialedAddress(u), body)
 	resp, cancel, sent, err := l.post(ctx, owner, u, body, req.ClientAddr, wait)
 	if err == nil && resp.StatusCode == http.StatusForbidden && l.f.learnClock(owner, sent, resp.Header.Get(HeaderPeerTime)) {
 		// Refused for its date: once more, dated by the owner's clock it just told.
 		cancel()
 		resp.Body.Close()
-		resp, cancel, _, err = l.post(ctx, owner, u, body, req.ClientAddr, wait)
+		resp, cancel, sent, err = l.post(ctx, owner, u, body, req.ClientAddr, wait)
 	}
 	if err != nil {
 		return nil, err
@@ -168,6 +170,13 @@ func (l Locality) send(ctx context.Context, owner, endpoint string, req *query.R
 		cancel()
 		resp.Body.Close()
 		return nil, errors.Join(proxy.ErrRunHere, fmt.Errorf("forward: the owning worker answered %s", resp.Status))
+	}
+	if !l.f.vouched(owner, sent, resp.Header.Get(HeaderOwnerProof)) {
+		// An answer the owner did not sign for (whoever answers at its address): not the query's.
+		cancel()
+		resp.Body.Close()
+		l.f.Observe(Query, OutcomeUnproven, 0)
+		return nil, errors.Join(proxy.ErrRunHere, errors.New("forward: the worker at the owner's address did not prove it holds the fleet's worker secret"))
 	}
 	// The owner accepted the query: it queues it for capacity, runs it or answers from its cache,
 	// and the wait no longer applies. Its schema comes first, or the end of the answer with a
@@ -205,7 +214,7 @@ func (l Locality) post(ctx context.Context, owner, u string, body []byte, client
 		cancel()
 		return nil, nil, "", errors.Join(proxy.ErrRunHere, err)
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Content-Type", MediaSealed)
 	for k, v := range l.f.Outbound(owner, u, BindQuery(body), clientAddr, false) { //determinism:ok sets headers
 		hr.Header.Set(k, v)
 	}
@@ -360,7 +369,7 @@ func (r *remoteRows) Close() error {
 // query runs here (FromPeer), taking its capacity slot here, and is never sent on.
 func (f *Forwarder) QueryHandler(backend query.Backend) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, workerapi.BodyBytesMax))
+		body, err := io.ReadAll(io.LimitReader(r.Body, workerapi.BodyBytesMax+sealSaltBytes+16))
 		if err != nil {
 			workerapi.WriteError(w, http.StatusBadRequest, "unreadable query: "+err.Error(), "")
 			return
@@ -374,6 +383,14 @@ func (f *Forwarder) QueryHandler(backend query.Backend) http.HandlerFunc {
 			workerapi.WriteError(w, http.StatusForbidden, err.Error(), HeaderSecret)
 			return
 		}
+		if r.Header.Get("Content-Type") == MediaSealed {
+			if body, err = f.unseal(r.Header.Get(HeaderPeerAddr), body); err != nil {
+				workerapi.WriteError(w, http.StatusBadRequest, err.Error(), "")
+				return
+			}
+		}
+		// The forwarder passes the answer on only with this worker's proof of the secret.
+		w.Header().Set(HeaderOwnerProof, ownerMAC(f.opts.Secret, f.self, r.Header.Get(HeaderSecret)))
 		var pq peerQuery
 		if err := json.Unmarshal(body, &pq); err != nil {
 			workerapi.WriteError(w, http.StatusBadRequest, "unreadable query: "+err.Error(), "")

@@ -84,7 +84,7 @@ func (rl *relay) leaked() []string {
 // trinoOwner serves forwarded Trino follow-ups as trinohttp does: the hop checked (403 with
 // TellClock), a kill needs credentials (401), a poll answers rows.
 func trinoOwner(f *Forwarder) http.Handler {
-	return f.Vouching(BindTrino, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return f.Unsealing(f.Vouching(BindTrino, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := f.Inbound(r.Header.Get, BindTrino); err != nil {
 			TellClock(w.Header(), err)
 			http.Error(w, err.Error(), http.StatusForbidden)
@@ -96,7 +96,7 @@ func trinoOwner(f *Forwarder) http.Handler {
 			return
 		}
 		_, _ = io.WriteString(w, r.Method+" rows as "+user)
-	}))
+	})))
 }
 
 // TestARelayAtAStalePeerAddressGetsNothingFromTheOwner: w2 moved; w1's peer list still names its

@@ -33,8 +33,9 @@ import (
 // idle state that costs nothing, and its next plug arms one in the turn's enter. It is kept all
 // the same (the table of kept sockets), as known non-blocking: its next plug makes no fcntl.
 //
-// Such a B (a pooled engine connection, unplugged at the end of each transaction's answer) is
-// received one completion at a time, each receive armed again by the turn's enter, while its
+// Such a B (a pooled engine connection, unplugged at the end of each transaction's answer),
+// unless it says it stays (Pair.StayB: a MySQL client's engine connection kept between its
+// statements, whose receive stays armed, multishot), is received one completion at a time, each receive armed again by the turn's enter, while its
 // answers come in pieces smaller than a buffer: its unplug then finds no receive running, where
 // cancelling a multishot one and awaiting its end took an io_uring_enter of its own every
 // transaction (RESULTS.md, session 25: 1.75 against 0.81 enters per transaction in session
@@ -136,6 +137,7 @@ type recvQ struct {
 	cancelling bool
 	starved    bool          // the receive ended for want of buffers: re-armed once some are back
 	bulk       bool          // a completion filled a buffer: the socket's receives are multishot from now on
+	asked      bool          // B was just plugged in: its first receive awaits the answer to what is sent to it
 	eof        bool          // the peer closed its end (after the chunks)
 	err        syscall.Errno // the receive failed (after the chunks)
 }
@@ -198,9 +200,18 @@ func (l *Loop) armRecv(p *pair, side Direction) {
 	q := &p.rq[side]
 	s := l.ring.sqe()
 	s.Opcode, s.FD = uring.OpRecv, int32(p.fd(side))
-	if side == AToB || !p.p.KeepB || q.bulk {
+	if side == AToB || !p.p.KeepB || p.p.StayB || q.bulk {
 		s.Ioprio = uring.RecvMultishot
 	}
+	if q.asked {
+		// The first receive of a B just plugged in comes after the request it answers, sent in
+		// the same enter: an attempt would find nothing (a receive that fails, then the poll
+		// armed); the poll alone is armed. (A later one may find more of an answer waiting.)
+		s.Ioprio |= uring.RecvPollFirst
+		q.asked = false
+		l.pollFirsts.Add(1)
+	}
+	l.recvArms.Add(1)
 	s.Flags = uring.SqeBufferSelect
 	s.BufIndex = l.ring.bufs.Group
 	s.UserData = userData(kindRecv, p.fd(side))

@@ -62,19 +62,29 @@ func isWord(t sqltok.Token, w string) bool {
 }
 
 // withoutAlias is an item's tokens without its alias (AS name, or a name after the expression;
-// not an interval's unit).
+// not an interval's unit, not a word that ends an expression, not an operand of NOT, IS, ...).
 func withoutAlias(toks []sqltok.Token) []sqltok.Token {
 	n := len(toks)
 	switch {
 	case n >= 3 && isWord(toks[n-2], "as"):
 		return toks[:n-2]
-	case n >= 2 && (toks[n-1].Kind == sqltok.Word || toks[n-1].Kind == sqltok.QuotedIdent) &&
-		(toks[n-2].Text == ")" || toks[n-2].Kind == sqltok.Word && !isWord(toks[n-2], "as") && !isWord(toks[n-2], "to") ||
+	case n >= 2 && (toks[n-1].Kind == sqltok.Word && !expressionEnds[strings.ToLower(toks[n-1].Text)] || toks[n-1].Kind == sqltok.QuotedIdent) &&
+		(toks[n-2].Text == ")" || toks[n-2].Kind == sqltok.Number ||
+			toks[n-2].Kind == sqltok.Word && !isWord(toks[n-2], "as") && !operandWords[strings.ToLower(toks[n-2].Text)] ||
 			toks[n-2].Kind == sqltok.String && (n < 3 || !isWord(toks[n-3], "interval"))):
 		return toks[:n-1]
 	}
 	return toks
 }
+
+// expressionEnds are words that end an expression rather than name it.
+var expressionEnds = map[string]bool{"null": true, "true": true, "false": true, "end": true, "unknown": true, "zone": true,
+	"year": true, "month": true, "day": true, "hour": true, "minute": true, "second": true}
+
+// operandWords are words after which a name is an operand, not an alias.
+var operandWords = map[string]bool{"is": true, "not": true, "and": true, "or": true, "like": true, "between": true,
+	"in": true, "then": true, "else": true, "when": true, "case": true, "distinct": true, "escape": true, "to": true,
+	"interval": true, "date": true, "time": true, "timestamp": true, "array": true, "at": true, "exists": true}
 
 // trinoItemType is the Trino type of a select item's expression where DuckDB's says less.
 func trinoItemType(toks []sqltok.Token) string {

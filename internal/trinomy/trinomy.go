@@ -7,10 +7,12 @@
 package trinomy
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/boundedcache"
 	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/internal/trinopg"
 )
 
 // cacheMax bounds the statements whose translation is kept (dropped whole when full),
@@ -60,7 +62,13 @@ func lexical(sqlText string) string {
 				t.IsWord("offset") || t.IsWord("all")
 		}
 	}
-	if !changed {
+	query := sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "select", "with")
+	var places, lasts []int
+	if query {
+		places, lasts = trinopg.UnnamedItems(toks)
+	}
+	divides := integerDivisions(toks)
+	if !changed && len(places) == 0 && len(divides) == 0 {
 		return sqlText
 	}
 	text := make([]string, len(toks))
@@ -78,6 +86,12 @@ func lexical(sqlText string) string {
 	concats(toks, text, pre, post)
 	dateUnits(toks, text, pre, post)
 	offsetFirst(toks, text, post)
+	for k, n := range places { // Trino's name of an unaliased expression, MariaDB's its text
+		post[lasts[k]] += " AS _col" + strconv.Itoa(n)
+	}
+	for _, i := range divides {
+		text[i] = "DIV"
+	}
 	var b strings.Builder
 	at := 0
 	for i, t := range toks {
@@ -280,3 +294,134 @@ var notValue = map[string]bool{"select": true, "from": true, "where": true, "and
 	"limit": true, "offset": true, "union": true, "except": true, "intersect": true, "distinct": true, "all": true,
 	"exists": true, "with": true, "values": true, "set": true, "into": true, "escape": true, "over": true,
 	"partition": true, "asc": true, "desc": true, "fetch": true, "using": true}
+
+// integerDivisions are the / operators of toks whose operands are both integers as the text
+// types them (integer literals, integer arithmetic of them, count(...), length(...) and the
+// like, casts to an integer type): Trino's integer division truncates toward zero, as MariaDB's
+// DIV does, where MariaDB's / gives a decimal (7 / 2 is 3.5000). A column's type is not known
+// here: its division is MariaDB's.
+func integerDivisions(toks []sqltok.Token) []int {
+	var out []int
+	for i, t := range toks {
+		if t.Text != "/" || t.Kind != sqltok.Operator || i == 0 {
+			continue
+		}
+		if integerTermBefore(toks, i) && integerOperandAt(toks, i+1) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// integerTermBefore reports whether the term ending before toks[end] (atoms joined by *, / and
+// %, which bind alike and from the left) is an integer's.
+func integerTermBefore(toks []sqltok.Token, end int) bool {
+	for {
+		start := atomBefore(toks, end)
+		if start < 0 || !integerAtom(toks, start, end) {
+			return false
+		}
+		if start > 0 && (toks[start-1].Text == "-" || toks[start-1].Text == "+") && (start == 1 || !valueEnd(toks[start-2])) {
+			start-- // unary
+		}
+		if start == 0 || !multiplicative[toks[start-1].Text] {
+			return true
+		}
+		end = start - 1
+	}
+}
+
+var multiplicative = map[string]bool{"*": true, "/": true, "%": true}
+
+// valueEnd reports whether t may end a value (so that a + or - after it is binary).
+func valueEnd(t sqltok.Token) bool {
+	return t.Kind == sqltok.Number || t.Kind == sqltok.String || t.Kind == sqltok.QuotedIdent || t.Text == ")" ||
+		t.Kind == sqltok.Word && !notValue[strings.ToLower(t.Text)]
+}
+
+// integerOperandAt reports whether the atom at toks[i] (after any sign) is an integer's.
+func integerOperandAt(toks []sqltok.Token, i int) bool {
+	for i < len(toks) && (toks[i].Text == "-" || toks[i].Text == "+") {
+		i++
+	}
+	end := atom(toks, i)
+	return end > 0 && (end == len(toks) || toks[end].Text != "[") && integerAtom(toks, i, end)
+}
+
+// atomBefore is the start of the atom ending before toks[end]: a number, a parenthesised
+// expression or a call; -1 for anything else (a name, whose type is not known here).
+func atomBefore(toks []sqltok.Token, end int) int {
+	if end <= 0 {
+		return -1
+	}
+	switch last := toks[end-1]; {
+	case last.Kind == sqltok.Number:
+		return end - 1
+	case last.Text == ")":
+		depth := 0
+		for k := end - 1; k >= 0; k-- {
+			depth -= sqltok.ParenStep(toks[k])
+			if depth == 0 {
+				if k > 1 && toks[k-1].IsWord("over") && toks[k-2].Text == ")" {
+					return atomBefore(toks, k-1) // a window function's call
+				}
+				if k > 0 && toks[k-1].Kind == sqltok.Word && !notValue[strings.ToLower(toks[k-1].Text)] {
+					return k - 1 // a call
+				}
+				return k
+			}
+		}
+	}
+	return -1
+}
+
+// integerAtom reports whether toks[start:end], one atom, is an integer as the text says: an
+// integer literal, a parenthesised integer expression, a call of a function whose value is an
+// integer, or a cast to an integer type.
+func integerAtom(toks []sqltok.Token, start, end int) bool {
+	t := toks[start]
+	switch {
+	case t.Kind == sqltok.Number:
+		return end == start+1 && strings.Trim(t.Text, "0123456789") == ""
+	case t.Text == "(":
+		return integerExpression(toks[start+1 : end-1])
+	case t.Kind == sqltok.Word && end > start+2 && toks[start+1].Text == "(":
+		name := strings.ToLower(t.Text)
+		if name == "cast" || name == "try_cast" {
+			n := end - 1 // the closing parenthesis
+			return n-start >= 5 && toks[n-2].IsWord("as") && integerTypes[strings.ToLower(toks[n-1].Text)]
+		}
+		return integerFunctions[name]
+	}
+	return false
+}
+
+// integerExpression reports whether toks are integer atoms joined by arithmetic operators.
+func integerExpression(toks []sqltok.Token) bool {
+	i := 0
+	for {
+		for i < len(toks) && (toks[i].Text == "-" || toks[i].Text == "+") {
+			i++
+		}
+		end := atom(toks, i)
+		if end < 0 || !integerAtom(toks, i, end) {
+			return false
+		}
+		if end == len(toks) {
+			return true
+		}
+		if !arithmetic[toks[end].Text] {
+			return false
+		}
+		i = end + 1
+	}
+}
+
+// integerTypes are Trino's integer types a cast names.
+var integerTypes = map[string]bool{"tinyint": true, "smallint": true, "integer": true, "int": true, "bigint": true}
+
+// integerFunctions are functions whose value is an integer in Trino and in MariaDB.
+var integerFunctions = map[string]bool{"count": true, "length": true, "char_length": true, "character_length": true,
+	"year": true, "quarter": true, "month": true, "week": true, "day": true, "day_of_month": true, "day_of_week": true,
+	"dow": true, "day_of_year": true, "doy": true, "hour": true, "minute": true, "second": true, "extract": true,
+	"strpos": true, "position": true, "bit_length": true, "octet_length": true}

@@ -29,11 +29,9 @@ func namedItems(sqlText string) (string, []edit) {
 	var b strings.Builder
 	var edits []edit
 	at := 0
-	for n, item := range selectItems(toks) {
-		if item.lo >= item.hi || !unnamed(toks[item.lo:item.hi]) {
-			continue
-		}
-		last := toks[item.hi-1]
+	places, lasts := UnnamedItems(toks)
+	for k, n := range places {
+		last := toks[lasts[k]]
 		end := last.Pos + len(last.Text)
 		b.WriteString(sqlText[at:end])
 		alias := " AS _col" + strconv.Itoa(n)
@@ -46,6 +44,18 @@ func namedItems(sqlText string) (string, []edit) {
 	}
 	b.WriteString(sqlText[at:])
 	return b.String(), edits
+}
+
+// UnnamedItems are the places (from 0) in toks' outermost select list of the items Trino names
+// _colN, expressions without an alias, and the index of each one's last token (where an alias
+// goes). The caller checks that toks are a SELECT or WITH query.
+func UnnamedItems(toks []sqltok.Token) (places, lasts []int) {
+	for n, item := range selectItems(toks) {
+		if item.lo < item.hi && unnamed(toks[item.lo:item.hi]) {
+			places, lasts = append(places, n), append(lasts, item.hi-1)
+		}
+	}
+	return places, lasts
 }
 
 // selectItems are the items of toks' first select list outside parentheses (after any WITH);
@@ -62,7 +72,7 @@ func selectItems(toks []sqltok.Token) []span {
 	var items []span
 	start := i
 	for depth = 0; i <= len(toks); i++ {
-		if i < len(toks) && (depth > 0 || !endsList(toks[i]) && toks[i].Text != ",") {
+		if i < len(toks) && (depth > 0 || !endsList(toks[i]) && toks[i].Text != "," || toks[i-1].Text == ".") { // t.offset is a name
 			depth += parenStep(toks[i])
 			continue
 		}

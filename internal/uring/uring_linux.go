@@ -45,6 +45,9 @@ const (
 // Op-specific bits.
 const (
 	RecvMultishot = 1 << 1 // in SQE.Ioprio of OpRecv
+	// RecvPollFirst (SQE.Ioprio of OpRecv and OpSend) arms the socket's poll at once, without a
+	// first attempt: for a receive that is known to find nothing yet (an answer just asked for).
+	RecvPollFirst = 1 << 0
 	PollAddMulti  = 1 << 0 // in SQE.Len of OpPollAdd
 
 	CancelAll      = 1 << 0 // SQE.OpFlags of OpAsyncCancel

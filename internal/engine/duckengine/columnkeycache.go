@@ -41,24 +41,22 @@ const columnKeysCacheMax = 1024
 type columnKeysCache struct {
 	gen    atomic.Uint64
 	mu     sync.Mutex
-	tables map[tableName]tableKeys
-	ai     map[tableName]tableAI
+	tables map[tableName]kept[[]tableColumn]
+	ai     map[tableName]kept[tableAI]
 	reads  atomic.Uint64 // catalog reads made for lack of a kept answer (tests read it)
 }
 
 type tableName struct{ db, table string } // as a SELECT names it, table in lower case
 
-// tableKeys is one table's columns and their key words, read under generation gen; never
-// changed once cached.
-type tableKeys struct {
-	gen  uint64
-	cols []tableColumn
+// kept is one table's answer read under generation gen; never changed once kept.
+type kept[V any] struct {
+	gen uint64
+	v   V
 }
 
-// tableAI is one table's AUTO_INCREMENT column (ok false: it has none) read under generation
-// gen: a MySQL client's every INSERT asks (autoinc.go).
+// tableAI is one table's AUTO_INCREMENT column (ok false: it has none): a MySQL client's every
+// INSERT asks (autoinc.go).
 type tableAI struct {
-	gen uint64
 	col aiColumn
 	ok  bool
 }
@@ -66,42 +64,27 @@ type tableAI struct {
 // changing counts a statement that may change the catalog: once before it runs, once after.
 func (c *columnKeysCache) changing() { c.gen.Add(1) }
 
-// get is the table's keys read under the current generation, if any.
-func (c *columnKeysCache) get(t tableName) (tableKeys, bool) {
+// keptRead is t's answer in m read under the current generation, or else read's, kept in m
+// when read succeeds under the generation loaded before it began.
+func keptRead[V any](c *columnKeysCache, m *map[tableName]kept[V], t tableName, read func() (V, bool)) V {
 	gen := c.gen.Load()
 	c.mu.Lock()
-	k, ok := c.tables[t]
+	k, hit := (*m)[t]
 	c.mu.Unlock()
-	return k, ok && k.gen == gen
-}
-
-// put keeps k, read under generation k.gen (loaded before the read began).
-func (c *columnKeysCache) put(t tableName, k tableKeys) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.tables == nil || len(c.tables) >= columnKeysCacheMax {
-		c.tables = make(map[tableName]tableKeys)
+	if hit && k.gen == gen {
+		return k.v
 	}
-	c.tables[t] = k
-}
-
-// getAI is the table's AUTO_INCREMENT column read under the current generation, if any.
-func (c *columnKeysCache) getAI(t tableName) (tableAI, bool) {
-	gen := c.gen.Load()
-	c.mu.Lock()
-	a, ok := c.ai[t]
-	c.mu.Unlock()
-	return a, ok && a.gen == gen
-}
-
-// putAI keeps a, read under generation a.gen (loaded before the read began).
-func (c *columnKeysCache) putAI(t tableName, a tableAI) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ai == nil || len(c.ai) >= columnKeysCacheMax {
-		c.ai = make(map[tableName]tableAI)
+	c.reads.Add(1)
+	v, ok := read()
+	if ok {
+		c.mu.Lock()
+		if *m == nil || len(*m) >= columnKeysCacheMax {
+			*m = make(map[tableName]kept[V])
+		}
+		(*m)[t] = kept[V]{gen: gen, v: v}
+		c.mu.Unlock()
 	}
-	c.ai[t] = a
+	return v
 }
 
 // cachedAI is lookupAI, kept for the statements of pooled connections as column keys are.
@@ -111,16 +94,11 @@ func cachedAI(ctx context.Context, conn *sql.Conn, db, table string) (aiColumn, 
 		return lookupAI(ctx, conn, db, table)
 	}
 	t := tableName{db: db, table: strings.ToLower(table)}
-	if a, ok := c.getAI(t); ok {
-		return a.col, a.ok
-	}
-	gen := c.gen.Load()
-	c.reads.Add(1)
-	col, ok, err := readAI(ctx, conn, db, table)
-	if err == nil {
-		c.putAI(t, tableAI{gen: gen, col: col, ok: ok})
-	}
-	return col, ok
+	a := keptRead(c, &c.ai, t, func() (tableAI, bool) {
+		col, ok, err := readAI(ctx, conn, db, table)
+		return tableAI{col: col, ok: ok}, err == nil
+	})
+	return a.col, a.ok
 }
 
 // keepsCatalog reports whether DuckDB running sqlText leaves the catalog as it was: one

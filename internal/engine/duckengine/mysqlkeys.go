@@ -77,16 +77,10 @@ func cachedColumnKeys(ctx context.Context, conn *sql.Conn, db, table string) []t
 		return tableColumnKeys(ctx, conn, db, table)
 	}
 	t := tableName{db: db, table: strings.ToLower(table)}
-	if k, ok := c.get(t); ok {
-		return k.cols
-	}
-	gen := c.gen.Load()
-	c.reads.Add(1)
-	cols := tableColumnKeys(ctx, conn, db, table)
-	if cols != nil {
-		c.put(t, tableKeys{gen: gen, cols: cols})
-	}
-	return cols
+	return keptRead(c, &c.tables, t, func() ([]tableColumn, bool) {
+		cols := tableColumnKeys(ctx, conn, db, table)
+		return cols, cols != nil
+	})
 }
 
 // tableColumnKeys reads the table's columns in order with their MetaColumnKey words; nil when

@@ -21,36 +21,52 @@ import (
 // declared precision (a table's timestamptz(3), a cast's) keeps PostgreSQL's.
 
 // withDeclared is rows with the Trino types sqlText declares for its PostgreSQL timestamp
-// columns that carry no precision; rows itself when there are none.
+// columns that carry no precision, and with MariaDB's integers that are Trino booleans as
+// booleans (booleans.go); rows itself when there are none.
 func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.Rows, *arrow.Schema) {
-	some := false
+	pg, my := false, false
 	for _, f := range schema.Fields() {
-		some = some || undeclaredPGTimestamp(f)
+		pg = pg || undeclaredPGTimestamp(f)
+		my = my || mysqlInteger(f)
 	}
-	if !some {
-		return rows, schema
-	}
-	declared := trinodecl.ItemTypes(sqlText)
-	if len(declared) != schema.NumFields() {
+	if !pg && !my {
 		return rows, schema
 	}
 	fields := schema.Fields()
 	changed := false
-	for i, f := range fields {
-		if declared[i] == "" || !undeclaredPGTimestamp(f) || zoned(declared[i]) != (f.Type.(*arrow.TimestampType).TimeZone != "") {
-			continue
+	if declared := declaredTypes(pg, sqlText); len(declared) == len(fields) {
+		for i, f := range fields {
+			if declared[i] == "" || !undeclaredPGTimestamp(f) || zoned(declared[i]) != (f.Type.(*arrow.TimestampType).TimeZone != "") {
+				continue
+			}
+			keys := slices.Concat(f.Metadata.Keys(), []string{engine.MetaTrinoDeclared}) // copies: the engine's are shared
+			vals := slices.Concat(f.Metadata.Values(), []string{declared[i]})
+			fields[i].Metadata = arrow.NewMetadata(keys, vals)
+			changed = true
 		}
-		keys := slices.Concat(f.Metadata.Keys(), []string{engine.MetaTrinoDeclared}) // copies: the engine's are shared
-		vals := slices.Concat(f.Metadata.Values(), []string{declared[i]})
-		fields[i].Metadata = arrow.NewMetadata(keys, vals)
-		changed = true
 	}
-	if !changed {
+	var booleans []int
+	if my {
+		booleans = booleanColumns(fields, sqlText)
+		for _, i := range booleans {
+			fields[i].Type = arrow.FixedWidthTypes.Boolean
+		}
+	}
+	if !changed && len(booleans) == 0 {
 		return rows, schema
 	}
 	md := schema.Metadata()
 	s := arrow.NewSchema(fields, &md)
-	return &declaredRows{Rows: rows, schema: s}, s
+	return &declaredRows{Rows: rows, schema: s, booleans: booleans}, s
+}
+
+// declaredTypes is trinodecl.ItemTypes(sqlText) when some column is PostgreSQL's timestamp
+// without a precision (pg), else nil.
+func declaredTypes(pg bool, sqlText string) []string {
+	if !pg {
+		return nil
+	}
+	return trinodecl.ItemTypes(sqlText)
 }
 
 // undeclaredPGTimestamp reports whether f is PostgreSQL's timestamp or timestamptz without a
@@ -71,8 +87,9 @@ func zoned(trinoType string) bool {
 // types.
 type declaredRows struct {
 	query.Rows
-	schema *arrow.Schema
-	last   arrow.RecordBatch
+	schema   *arrow.Schema
+	booleans []int // the columns given as integers that are booleans (booleans.go)
+	last     arrow.RecordBatch
 }
 
 func (r *declaredRows) Schema() *arrow.Schema { return r.schema }
@@ -83,7 +100,15 @@ func (r *declaredRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.last = array.NewRecordBatch(r.schema, b.Columns(), b.NumRows())
+	cols := b.Columns()
+	if len(r.booleans) > 0 {
+		cols = slices.Clone(cols)
+		for _, i := range r.booleans {
+			cols[i] = booleansOf(cols[i])
+			defer cols[i].Release()
+		}
+	}
+	r.last = array.NewRecordBatch(r.schema, cols, b.NumRows())
 	return r.last, nil
 }
 

@@ -114,3 +114,40 @@ func TestTrinoRowCountsAndErrorsOnMariaDB(t *testing.T) {
 		t.Errorf("npm 1 / 0: %+v %+v", got["divide"].OK, e)
 	}
 }
+
+// What MariaDB answers otherwise than Trino in a plain SELECT: a comparison or predicate is an
+// integer there (Trino: boolean), a BOOLEAN column a TINYINT(1) and a BIT(1) a number (Trino's
+// connectors: boolean), 7 / 2 is 3.5000 (Trino's integer division: 3), and an unaliased
+// expression is named by its text (Trino: _colN), through both clients.
+func TestTrinoBooleansDivisionAndNamesOnMariaDB(t *testing.T) {
+	eng, _, dbName := frontendtest.MariaDB(t)
+	ts := startServer(t, frontendtest.NewBackend(eng), Options{})
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: "maria", Schema: dbName})
+	mustExec(t, db, `create table f (id integer, ok boolean, b bit(1), n integer, small tinyint)`)
+	mustExec(t, db, `insert into f values (1, true, b'1', 7, 1), (2, false, b'0', null, 0)`)
+	const sel = `select id, 1 = 1, ok, b, id > 1 as big, n is null, not ok, case when id = 1 then true else false end, ` +
+		`7 / 2, -7 / 2 q, count(*) over () / 2 c, small, id in (2, 3) and ok from f order by id`
+	r, err := db.Query(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := r.Columns()
+	const wantNames = "id _col1 ok b big _col5 _col6 _col7 _col8 q c small _col12"
+	if got := strings.Join(names, " "); got != wantNames {
+		t.Errorf("names %s, want %s", got, wantNames)
+	}
+	const wantRows = "[[1 true true true false false false true 3 -3 1 1 false] [2 true false false true true true false 3 -3 1 0 false]]"
+	if rows := fmt.Sprint(scanAll(t, r)); rows != wantRows {
+		t.Errorf("rows %s\n want %s", rows, wantRows)
+	}
+	got := runNPMIn(t, ts.addr, "alice", "maria", dbName, npmStep{Name: "sel", SQL: sel})
+	o := got["sel"].OK
+	if o == nil {
+		t.Fatalf("npm: %+v", got["sel"].Error)
+	}
+	const wantTypes = "[integer boolean boolean boolean boolean boolean boolean boolean integer integer bigint tinyint boolean]"
+	if fmt.Sprint(o.Types) != wantTypes || strings.Join(o.Names, " ") != wantNames ||
+		fmt.Sprint(o.Rows[0]) != "[1 true true true false false false true 3 -3 1 1 false]" {
+		t.Errorf("npm: %v %v %v\n want %s", o.Names, o.Types, o.Rows, wantTypes)
+	}
+}

@@ -234,7 +234,7 @@ func registerSpins(reg prometheus.Registerer, spins func() rawconn.SpinCounts) {
 // that the peer sends the client's credentials when asked for them.
 func (s *Server) Handler() http.Handler {
 	if s.opts.Forward != nil {
-		return recoverer(s.log, s.opts.Forward.Vouching(forward.BindTrino, s.routes()))
+		return recoverer(s.log, s.opts.Forward.Unsealing(s.opts.Forward.Vouching(forward.BindTrino, s.routes())))
 	}
 	return recoverer(s.log, s.routes())
 }
