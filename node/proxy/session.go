@@ -322,9 +322,12 @@ func (s *coreSession) Describe(ctx context.Context, q *query.Request) (*engine.D
 	return describeOn(ctx, q, s.DescribeOn)
 }
 
-// DescribeOn has describe ask the pinned connection (the engine's session), as Core.DescribeOn
-// asks a member.
+// DescribeOn checks q as the session's statements are checked and has describe ask the pinned
+// connection (the engine's session), as Core.DescribeOn asks a member.
 func (s *coreSession) DescribeOn(ctx context.Context, q *query.Request, describe func(ctx context.Context, e any, q *query.Request) error) error {
+	if err := s.check(q); err != nil {
+		return err
+	}
 	if err := describe(ctx, s.inner, inEngineCharset(q, s.adm.Engine)); err != nil {
 		return s.explain(s.adm.engineError(err))
 	}
