@@ -28,9 +28,14 @@
 # and the npm trino-client are (they drop a POST answer's rows): QUEUED, then a GET.
 #
 # The machine is shared and its timings drift, so the targets are measured in ROUNDS interleaved
-# rounds (every target once per round) and each figure is the median over the rounds.
+# rounds (every target once per round) and each figure is the median over the rounds. The two
+# throughput goals (passthrough against PgBouncer, MySQL passthrough against MariaDB direct) read
+# pairs: the goal's two rows run back to back in every round, in an order that turns round every
+# second round, and GOAL_ROUNDS more runs of the pair alone follow the rounds; the goal line is
+# the median of the per-round ratios (each printed, with each round's CPU per query of both), as
+# a round's load moves both rows of its pair alike.
 #
-# Environment: ROOT (the checkout to build; default: this script's), ROUNDS (3), LAT_SECS (3), TPS_SECS (6), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
+# Environment: ROOT (the checkout to build; default: this script's), ROUNDS (3), GOAL_ROUNDS (ROUNDS), LAT_SECS (3), TPS_SECS (6), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
 # BASE_QF (another queryflux binary, such as main's before a change: its standalone passthrough
 # daemon and its control plane + worker are measured too, as the rows "base-pass", "base-session"
 # (session pool mode) and "base-worker", in the same interleaved rounds),
@@ -43,6 +48,7 @@
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
+GOAL_ROUNDS=${GOAL_ROUNDS:-$ROUNDS}
 LAT_SECS=${LAT_SECS:-3}
 TPS_SECS=${TPS_SECS:-6}
 CLIENTS=${CLIENTS:-8}
@@ -302,8 +308,19 @@ if [ -n "${BASE_QF:-}" ]; then
 	TARGETS+=(base-pass base-session base-worker)
 	PORT[base-pass]=$PG_base_pass PORT[base-session]=$PG_base_session PORT[base-worker]=$PG_base_worker
 fi
+# swapped list a b: the list with a and b in each other's place (a round's pair runs in the other
+# order every second round, so that neither side of a goal's pair always runs first).
+swapped() {
+	local x=$1 y=$2 t; shift 2
+	for t in "$@"; do
+		case $t in "$x") echo "$y" ;; "$y") echo "$x" ;; *) echo "$t" ;; esac
+	done
+}
 for round in $(seq 1 "$ROUNDS"); do
-	for t in "${TARGETS[@]}"; do
+	ORDER=("${TARGETS[@]}")
+	# shellcheck disable=SC2207 # one target a line
+	[ $((round % 2)) = 0 ] && ORDER=($(swapped pgbouncer passthrough "${TARGETS[@]}"))
+	for t in "${ORDER[@]}"; do
 		log "postgres round $round/$ROUNDS: $t (port ${PORT[$t]})"
 		read -r p50 p99 <<<"$(latency "${PORT[$t]}")"
 		P50S[$t]+="$p50 "; P99S[$t]+="$p99 "
@@ -313,6 +330,20 @@ for round in $(seq 1 "$ROUNDS"); do
 		# shellcheck disable=SC2086 # the target's pids, one word each
 		read -r q cpu cc ec mc <<<"$(tps "${PORT[$t]}" ${PROC[$t]:-})"
 		TPSS[$t]+="$q "; CPUS[$t]+="$cpu "; SPLITS[$t]+="$q/$cpu/$cc/$ec/$mc "
+	done
+done
+# The goal's pair once more, alone: GOAL_ROUNDS throughput runs of each, back to back, the first
+# of the two alternating. With the rounds above they make the paired ratios the goal line reads.
+declare -A GTPS GCPU
+for t in pgbouncer passthrough; do GTPS[$t]=${TPSS[$t]} GCPU[$t]=${CPUS[$t]}; done
+for round in $(seq 1 "$GOAL_ROUNDS"); do
+	pair=(pgbouncer passthrough) # as the rounds above: pgbouncer first in odd ones
+	[ $(((ROUNDS + round) % 2)) = 0 ] && pair=(passthrough pgbouncer)
+	for t in "${pair[@]}"; do
+		log "postgres goal round $round/$GOAL_ROUNDS: $t"
+		# shellcheck disable=SC2086 # the target's pids, one word each
+		read -r q cpu _ <<<"$(tps "${PORT[$t]}" ${PROC[$t]:-})"
+		GTPS[$t]+="$q "; GCPU[$t]+="$cpu "
 	done
 done
 for t in "${TARGETS[@]}"; do
@@ -368,21 +399,42 @@ if [ "$MYSQL_OK" = 1 ]; then
 		MYDSN[base-worker]="queryflux@tcp(127.0.0.1:$MY_base_worker)/mysql"
 		MYPROC[base-pass]=${PROC[base-pass]} MYPROC[base-worker]=${PROC[base-worker]}
 	fi
+	myqps() { # target -> "qps cpu_us_per_query client engine machine" of benchclient -c N
+		local t=$1 t0 t1 e0 e1 b0 b1 n q cpu
+		# shellcheck disable=SC2086
+		t0=$(ticks ${MYPROC[$t]:-}) e0=$(server_ticks mariadbd) b0=$(busy_ticks)
+		read -r _ _ q < <(/usr/bin/time -f '%U %S' -o "$TMP/client.time" "$TMP/benchclient" -dsn "${MYDSN[$t]}" -c "$CLIENTS" -d "${TPS_SECS}s" || echo "- - -")
+		# shellcheck disable=SC2086
+		t1=$(ticks ${MYPROC[$t]:-}) e1=$(server_ticks mariadbd) b1=$(busy_ticks); n=$(awk -v q="$q" -v s="$TPS_SECS" 'BEGIN{if (q ~ /^[0-9]+$/) printf "%d", q * s}')
+		cpu=$(cpu_per_query "$t0" "$t1" "$n" "${MYPROC[$t]:-}")
+		echo "$q $cpu $(split_of "$TMP/client.time" "$e0" "$e1" "$b0" "$b1" "$n")"
+	}
 	for round in $(seq 1 "$ROUNDS"); do
-		for t in "${MY_TARGETS[@]}"; do
+		ORDER=("${MY_TARGETS[@]}")
+		# shellcheck disable=SC2207 # one target a line
+		[ $((round % 2)) = 0 ] && ORDER=($(swapped direct passthrough "${MY_TARGETS[@]}"))
+		for t in "${ORDER[@]}"; do
 			log "mysql round $round/$ROUNDS: $t"
 			read -r p50 p99 _ < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c 1 -d "${LAT_SECS}s" || echo "- - -")
 			if [ "${PROFILE:-0}" = 1 ] && [ "$t" = "$PROFILE_TARGET" ] && [ "$round" = 1 ]; then
 				profile "${PROFILE_OUT_MYSQL:-/tmp/bench-proxy-mysql-cpu.prof}"
 			fi
-			# shellcheck disable=SC2086
-			t0=$(ticks ${MYPROC[$t]:-}) e0=$(server_ticks mariadbd) b0=$(busy_ticks)
-			read -r _ _ q < <(/usr/bin/time -f '%U %S' -o "$TMP/client.time" "$TMP/benchclient" -dsn "${MYDSN[$t]}" -c "$CLIENTS" -d "${TPS_SECS}s" || echo "- - -")
-			# shellcheck disable=SC2086
-			t1=$(ticks ${MYPROC[$t]:-}) e1=$(server_ticks mariadbd) b1=$(busy_ticks); n=$(awk -v q="$q" -v s="$TPS_SECS" 'BEGIN{if (q ~ /^[0-9]+$/) printf "%d", q * s}')
-			cpu=$(cpu_per_query "$t0" "$t1" "$n" "${MYPROC[$t]:-}")
-			read -r cc ec mc <<<"$(split_of "$TMP/client.time" "$e0" "$e1" "$b0" "$b1" "$n")"
+			read -r q cpu cc ec mc <<<"$(myqps "$t")"
 			MP50S[$t]+="$p50 "; MP99S[$t]+="$p99 "; MQPSS[$t]+="$q "; MCPUS[$t]+="$cpu "; MSPLITS[$t]+="$q/$cpu/$cc/$ec/$mc "
+		done
+	done
+	# The goal's pair alone, as for PostgreSQL's (and the bare ring relay beside it where it runs):
+	# GOAL_ROUNDS throughput runs each, in an order that turns round every second round.
+	GOAL_MY=(direct passthrough)
+	[ "$URING_OK" = 1 ] && GOAL_MY+=(uring-relay)
+	for t in "${GOAL_MY[@]}"; do GTPS[my-$t]=${MQPSS[$t]} GCPU[my-$t]=${MCPUS[$t]}; done
+	for round in $(seq 1 "$GOAL_ROUNDS"); do
+		ORDER=("${GOAL_MY[@]}")
+		[ $(((ROUNDS + round) % 2)) = 0 ] && for i in "${!GOAL_MY[@]}"; do ORDER[i]=${GOAL_MY[${#GOAL_MY[@]} - 1 - i]}; done
+		for t in "${ORDER[@]}"; do
+			log "mysql goal round $round/$GOAL_ROUNDS: $t"
+			read -r q cpu _ <<<"$(myqps "$t")"
+			GTPS[my-$t]+="$q "; GCPU[my-$t]+="$cpu "
 		done
 	done
 	for t in "${MY_TARGETS[@]}"; do
@@ -566,7 +618,31 @@ goal() { # description, awk condition over numbers, the numbers it needs...
 }
 pt=$(added "${LAT[direct]}" "${LAT[passthrough]}"); pb=$(added "${LAT[direct]}" "${LAT[pgbouncer]}"); wk=$(added "${LAT[direct]}" "${LAT[worker]}")
 echo "goal checks (this run):"
-goal "postgres passthrough tps ${TPS[passthrough]} >= pgbouncer's ${TPS[pgbouncer]}" "${TPS[passthrough]} >= ${TPS[pgbouncer]}" "${TPS[passthrough]}" "${TPS[pgbouncer]}"
+# The throughput goals read paired runs: each round's (and goal round's) ratio of the two rows,
+# run back to back in an order that turns round every second round, and the median of those
+# ratios. A round's load moves both rows of its pair alike, while the medians of each row taken
+# apart (the table's) may come from different rounds: their ratio is printed beside it.
+ratios() { # "a1 a2 ..." "b1 b2 ..." -> "a1/b1 a2/b2 ..." (3 decimals; "-" where either is no number)
+	awk -v a="$1" -v b="$2" 'BEGIN{n = split(a, x, " "); split(b, y, " ")
+		for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? " " : ""), (x[i] ~ /^[0-9]+$/ && y[i] ~ /^[0-9]+$/ && y[i] > 0 ? sprintf("%.3f", x[i] / y[i]) : "-"); print ""}'
+}
+fmedian() { # numbers (or "-") -> their median, the middle two's mean for an even count ("-" without any)
+	printf '%s\n' "$@" | { grep -E '^[0-9]+([.][0-9]+)?$' || true; } | sort -g |
+		awk '{a[NR] = $1} END {if (!NR) print "-"; else if (NR % 2) printf "%.3f\n", a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2}'
+}
+atleast() { awk -v x="$2" -v m="$1" 'BEGIN{n = split(x, r, " "); for (i = 1; i <= n; i++) if (r[i] ~ /^[0-9.]+$/) {n1++; if (r[i] >= m) k++}; printf "%d of %d", k, n1}'; } # min, ratios -> "k of n" at least min
+paired() { # label, row a, row b (GTPS keys), goal ratio -> the goal line and its rounds
+	local r c med
+	r=$(ratios "${GTPS[$2]:-}" "${GTPS[$3]:-}"); c=$(ratios "${GCPU[$2]:-}" "${GCPU[$3]:-}")
+	# shellcheck disable=SC2086 # the ratios, a word each
+	med=$(fmedian $r)
+	goal "$1: median of $(printf '%s\n' $r | grep -c '^[0-9]') paired ratios $med >= $4" "$med >= $4" "${med/./}"
+	echo "    per round (tps ${2#my-} / ${3#my-}): $r; rounds at or above $4: $(atleast "$4" "$r")"
+	# shellcheck disable=SC2086
+	echo "    cpu us/query per round (${2#my-} / ${3#my-}): $(paste -d/ <(printf '%s\n' ${GCPU[$2]:-}) <(printf '%s\n' ${GCPU[$3]:-}) | paste -sd' '); median ratio $(fmedian $c)"
+}
+paired "postgres passthrough tps >= pgbouncer's" passthrough pgbouncer 1.00
+echo "    (medians of the table's rows: passthrough ${TPS[passthrough]} vs pgbouncer ${TPS[pgbouncer]}: $(ratio "${TPS[pgbouncer]}" "${TPS[passthrough]}"))"
 goal "postgres passthrough added p50 ${pt} us <= 2 x pgbouncer's ${pb} us + 10" "$pt <= 2 * $pb + 10" "$pt" "$pb"
 goal "worker added p50 ${wk} us <= passthrough's ${pt} us + 5" "$wk <= $pt + 5" "$wk" "$pt"
 goal "worker tps ${TPS[worker]} >= 0.95 x passthrough's ${TPS[passthrough]}" "${TPS[worker]} >= 0.95 * ${TPS[passthrough]}" "${TPS[worker]}" "${TPS[passthrough]}"
@@ -574,7 +650,17 @@ goal "worker tps ${TPS[worker]} >= 0.95 x passthrough's ${TPS[passthrough]}" "${
 # not work): its added p50 may be below zero. The rows that never spin say what the relay adds.
 echo "  without the spinning wait (pass-nospin): postgres added p50 $(added "${LAT[direct]}" "${LAT[pass-nospin]}") us (pgbouncer ${pb}); mysql $(added "${MLAT[direct]:-}" "${MLAT[pass-nospin]:-}") us"
 mpt=$(added "${MLAT[direct]:-}" "${MLAT[passthrough]:-}")
-goal "mysql passthrough qps ${MTPS[passthrough]:-} >= 0.6 x direct ${MTPS[direct]:-}" "${MTPS[passthrough]:-0} >= 0.6 * ${MTPS[direct]:-0}" "${MTPS[passthrough]:-}" "${MTPS[direct]:-}"
+if [ "$MYSQL_OK" = 1 ]; then
+	paired "mysql passthrough qps >= 0.6 x direct" my-passthrough my-direct 0.60
+	echo "    (medians of the table's rows: passthrough ${MTPS[passthrough]} vs direct ${MTPS[direct]}: $(ratio "${MTPS[direct]}" "${MTPS[passthrough]}"))"
+	if [ -n "${GTPS[my-uring-relay]:-}" ]; then
+		r=$(ratios "${GTPS[my-uring-relay]}" "${GTPS[my-direct]}")
+		# shellcheck disable=SC2086
+		echo "    the bare ring relay in the same runs (uring-relay / direct): $r, median $(fmedian $r); passthrough / uring-relay median $(fmedian $(ratios "${GTPS[my-passthrough]}" "${GTPS[my-uring-relay]}"))"
+	fi
+else
+	echo "  mysql passthrough qps >= 0.6 x direct: not met (no figure)"
+fi
 goal "mysql passthrough added p50 ${mpt} us <= 40 us" "$mpt <= 40" "$mpt"
 echo "  of which a C relay hop (haproxy): postgres added p50 $(added "${LAT[direct]}" "${LAT[haproxy]}") us, tps $(ratio "${TPS[direct]}" "${TPS[haproxy]}") of direct; mysql added p50 $(added "${MLAT[direct]:-}" "${MLAT[haproxy]:-}") us, qps $(ratio "${MTPS[direct]:-}" "${MTPS[haproxy]:-}") of direct"
 tr=$(added "${TLAT[trino-pg]}" "${TLAT[trino]}")

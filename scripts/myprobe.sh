@@ -14,7 +14,8 @@
 # statement, which the machine's load does not change, to $OUT.cg; callgrind_annotate reads it
 # per function; the target runs ~50x slower under it, so its waits differ). OUT defaults to
 # /tmp/myprobe. BENCHCLIENT=PATH runs a benchclient built elsewhere. stat (perf stat of the
-# target's system calls by tracepoint and its context switches, per statement). Every mode also
+# target's system calls by tracepoint and its context switches, per statement; EVENTS="a,b," counts
+# those events too, such as io_uring's tracepoints). Every mode also
 # prints the target's context switches per statement (all its threads, voluntary/involuntary),
 # the machine's, and for a daemon its allocations per statement (go_memstats_mallocs_total).
 set -euo pipefail
@@ -87,7 +88,7 @@ pprof) (sleep 1; curl -s -o "$OUT.prof" "http://127.0.0.1:$PP/debug/pprof/profil
 perf) perf record -g -o "$OUT.perf" -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
 strace) timeout $((SECS-1)) strace -c -f -p $PID -o "$OUT.strace" 2>/dev/null & SP=$! ;;
 trace) (sleep 1; timeout 1 strace -f -tt -T -p $PID -o "$OUT.trace" 2>/dev/null) & SP=$! ;;
-stat) perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_tgkill,syscalls:sys_enter_clock_gettime,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_fcntl,context-switches,cpu-migrations' -p $PID -o "$OUT.stat" -- sleep "$SECS" & SP=$! ;;
+stat) perf stat -e "${EVENTS:-}"'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_tgkill,syscalls:sys_enter_clock_gettime,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_fcntl,context-switches,cpu-migrations' -p $PID -o "$OUT.stat" -- sleep "$SECS" & SP=$! ;;
 esac
 read -r p50 p99 qps < <("$TMP/benchclient" -dsn "$DSN" -query "$QUERY" -c "$C" -d "${SECS}s")
 t1=$(ticks "$PID")
@@ -100,7 +101,7 @@ echo "bin=$(basename "$BIN") c=$C qps=$qps p50_us=$p50 p99_us=$p99 n=$n cpu_us_p
 awk -v n=$n -v a=$tv0 -v b=$tv1 -v c=$tn0 -v d=$tn1 -v e=$ms0 -v f=$ms1 -v g=$m0 -v h=$m1 'BEGIN{printf "target_switches_per_stmt=%.3f/%.3f machine_switches_per_stmt=%.2f mallocs_per_stmt=%.2f\n", (b-a)/n, (d-c)/n, (f-e)/n, (h-g)/n}'
 if [ "$MODE" = stat ]; then
 	# counted over SECS seconds beside a run of SECS: per statement at the run's rate
-	awk -v n=$n '/syscalls|context|migrations/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' "$OUT.stat"
+	awk -v n=$n '/syscalls|context|migrations|:/{gsub(",","",$1); if ($1 ~ /^[0-9]+$/) printf "%s %.3f\n", $2, $1/n}' "$OUT.stat"
 fi
 if [ "$MODE" = strace ]; then
 	# strace counted for SECS-1 of the SECS seconds: per statement at the run's rate.

@@ -5,7 +5,8 @@
 # "loop-relay" (scripts/benchrelay -loop), "uring-relay" (scripts/benchrelay -uring: one io_uring), "hybrid-relay" (-hybrid: epoll, then
 # io_uring for each turn's reads and writes) or "pgbouncer" (transaction pool mode; POOL=session for session). Prints tps and the
 # target's CPU per transaction (/proc/PID/stat). MODE: stat (perf stat over the pgbench run: system
-# calls and context switches per transaction processed), perf (perf record -g of the whole process, kernel included, to
+# calls and context switches per transaction processed; EVENTS="a,b," counts those events too, such
+# as io_uring's tracepoints), perf (perf record -g of the whole process, kernel included, to
 # $OUT.perf; scripts/perffold.py reads it per function), pprof (a CPU profile from a -tags
 # benchpprof build to $OUT.prof), allocs (the heap profile's allocations before and after the run, from
 # such a build, to $OUT.allocs0 and .allocs1: go tool pprof -sample_index=alloc_objects -base), strace (strace_pair below: one backend's and pgbench's system calls per transaction, to $OUT.be.tr
@@ -138,7 +139,7 @@ PGB=(pgbench -n -S -c 8 -j 2 -T $SECS -h 127.0.0.1 -p $PG -U postgres $DB)
 if [ "$MODE" = stat ]; then
 	# Counted over exactly the pgbench run, divided by the transactions it processed: a window
 	# of its own would meet the run at another rate (perf's tracing slows the target).
-	res=$(perf stat -e 'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill,syscalls:sys_enter_sched_yield,syscalls:sys_enter_madvise,syscalls:sys_enter_mmap,syscalls:sys_enter_io_uring_enter,context-switches,cpu-migrations' -p $PID -o $OUT.stat -- "${PGB[@]}" 2>&1)
+	res=$(perf stat -e "${EVENTS:-}"'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill,syscalls:sys_enter_sched_yield,syscalls:sys_enter_madvise,syscalls:sys_enter_mmap,syscalls:sys_enter_io_uring_enter,context-switches,cpu-migrations' -p $PID -o $OUT.stat -- "${PGB[@]}" 2>&1)
 elif [ "$MODE" = perfall ]; then
 	# The whole machine over exactly the pgbench run: what every process spends per transaction.
 	res=$(perf record -a -e cpu-clock -F 2999 -g -o $OUT.perf -- "${PGB[@]}" 2>&1)
@@ -164,7 +165,7 @@ echo "machine_switches_per_tx=$(awk -v a=$cs0 -v b=$cs1 -v n=$n 'BEGIN{printf "%
 echo "postgres_backend_ticks=${gall// /,} busiest_share=$(awk -v a=$gtop -v b=$g 'BEGIN{printf "%.2f", b ? a/b : 0}')"
 echo "$TCPSTAT" | awk -v n=$n 'NF==2{printf "%s=%.3f ", $1, $2/n} END{print ""}'
 if [ -n "$AD" ] && [[ $RELAYS != *" $BIN "* ]] && [ "$BIN" != pgbouncer ]; then curl -s http://127.0.0.1:$AD/metrics | grep -E '^go_memstats_mallocs_total ' >$OUT.mallocs || true; fi
-if [ "$MODE" = stat ]; then awk -v n=$n '/syscalls|context|migrations/{gsub(",","",$1); printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
+if [ "$MODE" = stat ]; then awk -v n=$n '/syscalls|context|migrations|:/{gsub(",","",$1); if ($1 ~ /^[0-9]+$/) printf "%s %.3f\n", $2, $1/n}' $OUT.stat; fi
 if [ "$MODE" = strace ]; then
 	strace_sum backend "$OUT.be.tr"
 	strace_sum pgbench "$OUT.pb.tr"

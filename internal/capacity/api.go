@@ -41,6 +41,17 @@ type AcquireRequest struct {
 	// acquire instead of a round trip of their own. In retry mode they are freed after the acquire
 	// is decided (they still count against it); in ordered mode before it waits.
 	Release []LeaseRef `json:"release,omitempty"`
+	// RequestID names this acquire (the worker's choice: letters, digits, '-', '_', at most
+	// RequestIDMax bytes): the control plane keeps it with the lease it grants, so that an
+	// acquire whose answer was lost can be asked again, or its lease freed.
+	RequestID string `json:"requestId,omitempty"`
+	// Retry: this acquire was sent before and its answer lost. While the lease granted to it is
+	// held and live it is the answer (renewed for ttlMillis), taking no slot more; otherwise
+	// the acquire is decided as a new one.
+	Retry bool `json:"retry,omitempty"`
+	// Settle: the worker gave up this acquire, whose answer was lost. The lease granted to it,
+	// if any, is freed; nothing is granted (the answer is a denial).
+	Settle bool `json:"settle,omitempty"`
 }
 
 // AcquireResponse grants a lease, or denies it (Granted false, Lease nil).
@@ -337,7 +348,25 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 		a.fail(w, "acquire", err)
 		return
 	}
+	if err := checkNamed(req); err != nil {
+		a.fail(w, "acquire", err)
+		return
+	}
 	release := claimed(req.Release, caller)
+	if req.Settle {
+		// Before the configuration's checks: a lease of a cluster the worker is no longer
+		// given must be freed all the same.
+		if !a.releaseCarried(w, r, holder, release) {
+			return
+		}
+		if err := a.settle(r.Context(), req.Cluster, holder, req.RequestID); err != nil {
+			a.fail(w, "acquire", err)
+			return
+		}
+		contended := true
+		writeAcquireResponse(w, AcquireResponse{Contended: &contended})
+		return
+	}
 	limit, ttl, err := a.terms(req.Cluster, req.Cap, millis(req.TTLMillis))
 	if err == nil && caller != "" && a.served != nil && !a.served(caller, req.Cluster) {
 		err = fmt.Errorf("%w %q: its labels do not satisfy the workerSelector that gives it", ErrNotServed, req.Cluster)
@@ -348,8 +377,21 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 	}
 	var l Lease
 	var c Contention
-	var known bool
-	if a.queue != nil {
+	var known, regranted bool
+	if req.Retry {
+		if l, regranted, err = a.regrant(r.Context(), req.Cluster, holder, req.RequestID, ttl); err != nil {
+			a.fail(w, "acquire", err)
+			return
+		}
+	}
+	switch {
+	case regranted:
+		// The answer the retried acquire lost: its lease, which already counts.
+		if !a.releaseCarried(w, r, holder, release) {
+			return
+		}
+		c, known = a.contention(r.Context(), req.Cluster, holder)
+	case a.queue != nil:
 		// An ordered acquire may wait: free the carried leases first, or it would wait on them.
 		if !a.releaseCarried(w, r, holder, release) {
 			return
@@ -365,11 +407,11 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 				wait = 0
 			}
 		}
-		l, err = a.acquireOrdered(r.Context(), req.Cluster, holder, limit, ttl, wait)
+		l, err = a.acquireOrdered(r.Context(), req.Cluster, holder, req.RequestID, limit, ttl, wait)
 		c, known = a.contention(r.Context(), req.Cluster, holder)
-	} else {
+	default:
 		c, known = a.contention(r.Context(), req.Cluster, holder)
-		l, err = a.acquireRetry(r.Context(), c, req.Cluster, holder, limit, ttl, release)
+		l, err = a.acquireRetry(r.Context(), c, req.Cluster, holder, req.RequestID, limit, ttl, release)
 	}
 	contended := !known || c.Others
 	switch {
@@ -390,7 +432,7 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 // then frees the leases it carries. Decide first, then free: a worker must not win back the
 // slot it is releasing ahead of workers polling for it (fairness fell from 0.95 to 0.57 when
 // it could); and a free slot stays free for the waiting workers ranked ahead (Contention.Yields).
-func (a *API) acquireRetry(ctx context.Context, c Contention, cluster, holder string, limit int, ttl time.Duration, release []LeaseRef) (Lease, error) {
+func (a *API) acquireRetry(ctx context.Context, c Contention, cluster, holder, request string, limit int, ttl time.Duration, release []LeaseRef) (Lease, error) {
 	var l Lease
 	var err error
 	switch {
@@ -402,7 +444,7 @@ func (a *API) acquireRetry(ctx context.Context, c Contention, cluster, holder st
 		a.metrics.LeaseYielded.WithLabelValues(cluster).Inc()
 		err = ErrAtCapacity
 	default:
-		l, err = a.store.Acquire(ctx, cluster, holder, limit, ttl, a.env.Now())
+		l, err = a.acquire(ctx, cluster, holder, request, limit, ttl)
 	}
 	if err != nil && !errors.Is(err, ErrAtCapacity) {
 		return l, err
@@ -421,6 +463,68 @@ func (a *API) acquireRetry(ctx context.Context, c Contention, cluster, holder st
 		a.env.Logger().Warn("capacity: releases carried on an acquire failed; the sweep will reclaim them", "leases", len(release), "err", rerr)
 	}
 	return l, err
+}
+
+// checkNamed validates an acquire's name and what it asks of it.
+func checkNamed(req AcquireRequest) error {
+	if err := CheckRequestID(req.RequestID); err != nil {
+		return err
+	}
+	switch {
+	case (req.Retry || req.Settle) && req.RequestID == "":
+		return fmt.Errorf("%w: retry and settle name an acquire sent before: give its requestId", ErrInvalid)
+	case req.Retry && req.Settle:
+		return fmt.Errorf("%w: an acquire is retried or settled, not both", ErrInvalid)
+	}
+	return nil
+}
+
+// regrant answers a retried acquire with the lease its first sending was granted, renewed for
+// ttl from now, while that lease is held, unrevoked and unexpired; false otherwise (the acquire
+// is then decided as a new one).
+func (a *API) regrant(ctx context.Context, cluster, holder, request string, ttl time.Duration) (Lease, bool, error) {
+	l, ok, err := a.store.Named(ctx, cluster, holder, request)
+	if err != nil || !ok || l.Revoked {
+		return Lease{}, false, err
+	}
+	renewed, err := a.store.Renew(ctx, l.Ref().As(holder), ttl, a.env.Now())
+	switch {
+	case err == nil:
+		a.metrics.LostAnswers.WithLabelValues(cluster, "regranted").Inc()
+		return renewed, true, nil
+	case errors.Is(err, ErrStaleGeneration), errors.Is(err, ErrNotHolder):
+		return Lease{}, false, nil // expired, revoked or freed meanwhile
+	}
+	return Lease{}, false, err
+}
+
+// settle frees the lease holder's acquire request was granted, if it is held.
+func (a *API) settle(ctx context.Context, cluster, holder, request string) error {
+	l, ok, err := a.store.Named(ctx, cluster, holder, request)
+	if err != nil || !ok {
+		return err
+	}
+	// By its generation: a lease swept meanwhile is stale, never another one.
+	refs := []LeaseRef{l.Ref().As(holder)}
+	n, err := a.store.ReleaseBatch(ctx, refs)
+	if err != nil && !errors.Is(err, ErrNotHolder) {
+		return err
+	}
+	if n > 0 {
+		a.metrics.LostAnswers.WithLabelValues(cluster, "settled").Inc()
+		if a.queue != nil {
+			a.queue.released(refs)
+		}
+	}
+	return nil
+}
+
+// acquire asks the store for a lease, named by request when it is not "".
+func (a *API) acquire(ctx context.Context, cluster, holder, request string, limit int, ttl time.Duration) (Lease, error) {
+	if request == "" {
+		return a.store.Acquire(ctx, cluster, holder, limit, ttl, a.env.Now())
+	}
+	return a.store.AcquireNamed(ctx, cluster, holder, request, limit, ttl, a.env.Now())
 }
 
 // undoGrant frees a lease granted to a call that is then refused.

@@ -174,6 +174,37 @@ type CapacityStore interface {
 	// The record of workers denied a cluster lately lives with the leases, where every
 	// replica sees it.
 	WaitRecord
+	// Named acquires: a worker names each acquire (its request id), so that one whose answer
+	// was lost can be asked again and answered with the lease it was granted.
+	NamedStore
+}
+
+// NamedStore keeps, with each lease, the request id of the acquire that was granted it.
+type NamedStore interface {
+	// AcquireNamed is Acquire, recording request (the holder's id of this acquire; "" none)
+	// with the lease granted.
+	AcquireNamed(ctx context.Context, cluster, holder, request string, limit int, ttl time.Duration, now time.Time) (Lease, error)
+	// Named returns the lease of cluster that holder's acquire request was granted, while it is
+	// held (revoked or expired ones too, until freed); false when none is.
+	Named(ctx context.Context, cluster, holder, request string) (Lease, bool, error)
+}
+
+// RequestIDMax bounds a request id's length.
+const RequestIDMax = 64
+
+// CheckRequestID validates the request id a worker names an acquire with: at most
+// RequestIDMax bytes of letters, digits, '-' and '_' ("" names none).
+func CheckRequestID(id string) error {
+	if len(id) > RequestIDMax {
+		return fmt.Errorf("%w: requestId is %d bytes long, at most %d", ErrInvalid, len(id), RequestIDMax)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("%w: requestId %q: byte %d is not a letter, digit, '-' or '_'", ErrInvalid, id, i)
+		}
+	}
+	return nil
 }
 
 // The lease store's calls, as the Postgres store's latency histogram

@@ -48,6 +48,16 @@ func (req *AcquireRequest) AppendJSON(dst []byte) []byte {
 	if len(req.Release) > 0 {
 		w.Raw(`]`)
 	}
+	if req.RequestID != "" {
+		w.Raw(`,"requestId":`)
+		w.Str(req.RequestID)
+	}
+	if req.Retry {
+		w.Raw(`,"retry":true`)
+	}
+	if req.Settle {
+		w.Raw(`,"settle":true`)
+	}
 	w.Raw(`}`)
 	if b, ok := w.Bytes(); ok {
 		return b
@@ -108,6 +118,15 @@ func readAcquireRequest(data []byte) (AcquireRequest, bool) {
 			}
 		}
 		r.Need(`]`)
+	}
+	if r.Lit(`,"requestId":`) {
+		r.Word(&req.RequestID)
+	}
+	if r.Lit(`,"retry":`) {
+		r.Bool(&req.Retry)
+	}
+	if r.Lit(`,"settle":`) {
+		r.Bool(&req.Settle)
 	}
 	r.Need(`}`)
 	if !r.End() || limit != int64(int(limit)) {

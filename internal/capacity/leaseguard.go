@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -192,6 +193,10 @@ type LeaseGuard struct {
 	t       *leaseTable
 	freed   []func() // run after every release batch (landed or failed): wake waiters
 	rewatch func()   // cancels the watch in flight (nil: none)
+	// lost are the named acquires whose answer was lost, oldest first: the flusher settles them
+	// (frees what the control plane granted them). Nil unless the client is a NamedAcquirer.
+	lost  []lostAcquire
+	names NamedAcquirer
 
 	lastReused atomic.Pointer[clusterCounter] // reusedCounter's last answer
 }
@@ -240,6 +245,7 @@ func NewLeaseGuard(o GuardOptions) (*LeaseGuard, error) {
 			AcquireWaits: o.AcquireWaits,
 		}),
 	}
+	g.names, _ = o.Client.(NamedAcquirer)
 	g.keeper = &env.Duty{Name: "capacity-keeper", Blocks: true, Run: g.keep, Quick: g.keepIdle}
 	g.flusher = &env.Duty{Name: "capacity-release-flusher", Blocks: true, WhenWoken: true, Run: g.flush}
 	g.reaper = &env.Duty{Name: "capacity-idle-reaper", Run: g.reapIdle, Stop: g.stop}
@@ -354,8 +360,19 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 		return g.unavailable(cluster, limit, errors.New("the control plane did not answer the last acquire"))
 	}
 	actx, cancel := g.o.Env.WithTimeout(ctx, g.o.AcquireTimeout)
-	lease, err := g.request(actx, cluster, limit, sent, carry)
+	name := g.newName()
+	lease, err := g.request(actx, cluster, limit, sent, carry, name)
+	for tries := 0; tries < lostRetries && name.Request != "" && answerLost(err) && actx.Err() == nil; tries++ {
+		// The control plane may have granted it: ask again under the same name, to be
+		// answered that lease (renewed from now) instead of taking another slot.
+		name.Retry = true
+		sent = g.o.Env.Now()
+		lease, err = g.ask(actx, cluster, limit, sent, nil, name)
+	}
 	cancel()
+	if name.Request != "" && answerLost(err) {
+		g.lose(cluster, name.Request, sent)
+	}
 	if err == nil {
 		now := g.o.Env.Now()
 		g.mu.Lock()
@@ -394,8 +411,8 @@ func (g *LeaseGuard) denied(cluster string) {
 
 // request sends one acquire (carrying carry) and settles the carried releases: landed after a
 // grant or denial, put back for the flusher otherwise.
-func (g *LeaseGuard) request(ctx context.Context, cluster string, limit int, sent time.Time, carry []queuedRelease) (Lease, error) {
-	lease, err := g.ask(ctx, cluster, limit, sent, refsOf(carry))
+func (g *LeaseGuard) request(ctx context.Context, cluster string, limit int, sent time.Time, carry []queuedRelease, name Naming) (Lease, error) {
+	lease, err := g.ask(ctx, cluster, limit, sent, refsOf(carry), name)
 	if len(carry) == 0 {
 		return lease, err
 	}
@@ -408,14 +425,21 @@ func (g *LeaseGuard) request(ctx context.Context, cluster string, limit int, sen
 		// A control plane older than the release field refuses it, or one of them is a lease
 		// of a session this node no longer is (it registered again): ask plainly, and the
 		// flusher sends the releases on their own.
-		lease, err = g.ask(ctx, cluster, limit, sent, nil)
+		lease, err = g.ask(ctx, cluster, limit, sent, nil, name)
 	}
 	return lease, err
 }
 
 // ask is one acquire round trip, releases riding on it when there are any. A ContentionAcquirer
 // also says whether other workers contend for the cluster, which decides idle reuse.
-func (g *LeaseGuard) ask(ctx context.Context, cluster string, limit int, sent time.Time, release []LeaseRef) (Lease, error) {
+func (g *LeaseGuard) ask(ctx context.Context, cluster string, limit int, sent time.Time, release []LeaseRef, name Naming) (Lease, error) {
+	if g.names != nil {
+		lease, contended, err := g.names.AcquireContendedNamed(ctx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent, release, name)
+		if err == nil || errors.Is(err, ErrAtCapacity) {
+			g.step(func(t *leaseTable) effects { return t.contention(cluster, contended, sent) })
+		}
+		return lease, err
+	}
 	if ca, ok := g.o.Client.(ContentionAcquirer); ok {
 		lease, contended, err := ca.AcquireContended(ctx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent, release)
 		if err == nil || errors.Is(err, ErrAtCapacity) {
@@ -427,6 +451,89 @@ func (g *LeaseGuard) ask(ctx context.Context, cluster string, limit int, sent ti
 		return g.o.Client.(ReleasingAcquirer).AcquireReleasing(ctx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent, release)
 	}
 	return g.o.Client.Acquire(ctx, cluster, g.o.Holder, limit, g.o.LeaseTTL, sent)
+}
+
+// lostRetries bounds how often one acquire is asked again under its name after its answer was
+// lost, while its time lasts.
+const lostRetries = 2
+
+// lostMax bounds the named acquires kept for the flusher to settle (the oldest go first: their
+// leases, if any, expire at the control plane on their own).
+const lostMax = 1024
+
+// lostAcquire is a named acquire whose answer was lost: the control plane may hold a lease for
+// it, which nobody here knows of.
+type lostAcquire struct {
+	cluster, request string
+	sent             time.Time // its last sending
+}
+
+// answerLost reports whether an acquire's outcome leaves unknown whether the control plane
+// granted it: no answer (a timeout, a cut connection, the caller gone) or a failure answer (the
+// store may have committed the grant). A grant, a denial and a refusal are answers.
+func answerLost(err error) bool {
+	return err != nil && !errors.Is(err, ErrAtCapacity) && !errors.Is(err, ErrInvalid) &&
+		!errors.Is(err, ErrNotHolder) && !errors.Is(err, ErrStaleGeneration)
+}
+
+// newName names an acquire, from the node's random source ("" without a NamedAcquirer).
+func (g *LeaseGuard) newName() Naming {
+	if g.names == nil {
+		return Naming{}
+	}
+	return Naming{Request: strconv.FormatUint(g.o.Env.Rand().Uint64(), 36)}
+}
+
+// lose keeps a named acquire whose answer was lost for the flusher to settle.
+func (g *LeaseGuard) lose(cluster, request string, sent time.Time) {
+	g.mu.Lock()
+	if len(g.lost) >= lostMax {
+		g.lost = g.lost[1:]
+	}
+	g.lost = append(g.lost, lostAcquire{cluster: cluster, request: request, sent: sent})
+	g.mu.Unlock()
+	g.flusher.Wake()
+}
+
+// LostAcquires is how many named acquires whose answer was lost wait to be settled.
+func (g *LeaseGuard) LostAcquires() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.lost)
+}
+
+// settleLost asks the control plane to free what it granted the lost acquires, and reports
+// whether all of them are settled. One whose lease would have expired by now (a lease term
+// since its last sending) is dropped: the control plane reclaims that lease on its own.
+func (g *LeaseGuard) settleLost(ctx context.Context) bool {
+	g.mu.Lock()
+	lost := g.lost
+	g.lost = nil
+	g.mu.Unlock()
+	var left []lostAcquire
+	for i, l := range lost {
+		if g.o.Env.Now().Sub(l.sent) >= g.o.LeaseTTL {
+			continue
+		}
+		sctx, cancel := g.o.Env.WithTimeout(ctx, g.o.AcquireTimeout)
+		err := g.names.Settle(sctx, l.cluster, g.o.Holder, l.request)
+		cancel()
+		if answerLost(err) && !errors.Is(err, ErrNamesUnsupported) {
+			g.o.Metrics.CoordinationFailures.WithLabelValues("settle").Inc()
+			left = append(left, lost[i:]...)
+			break
+		}
+	}
+	if len(left) == 0 {
+		return true
+	}
+	g.mu.Lock()
+	g.lost = append(left, g.lost...)
+	if len(g.lost) > lostMax {
+		g.lost = g.lost[len(g.lost)-lostMax:]
+	}
+	g.mu.Unlock()
+	return false
 }
 
 // unavailable applies the onUnavailable policy to an acquire the control plane cannot answer.
@@ -826,7 +933,8 @@ func (g *LeaseGuard) flush(ctx context.Context, _ time.Time) time.Time {
 			break
 		}
 	}
-	if g.PendingReleases() == 0 {
+	settled := g.names == nil || g.settleLost(ctx)
+	if g.PendingReleases() == 0 && settled {
 		return time.Time{}
 	}
 	// The control plane did not answer: back off.
@@ -874,6 +982,27 @@ type ContentionAcquirer interface {
 	AcquireContended(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef) (lease Lease, contended bool, err error)
 }
 
+// NamedAcquirer is a ContentionAcquirer whose acquires the worker names (AcquireRequest's
+// RequestID), so that an acquire whose answer was lost (a timeout, a connection cut after the
+// request went out, a client that went away meanwhile) leaves no slot held to the lease's term:
+// the next acquire of the cluster asks again under the same name (Retry) and is answered the
+// lease the first sending was granted, or Settle frees it.
+type NamedAcquirer interface {
+	AcquireContendedNamed(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef, name Naming) (lease Lease, contended bool, err error)
+	// Settle frees the lease granted to holder's acquire request of cluster, if any.
+	// ErrNamesUnsupported: the control plane cannot.
+	Settle(ctx context.Context, cluster, holder, request string) error
+}
+
+// Naming names one acquire: its request id, and whether it was sent before.
+type Naming struct {
+	Request string
+	Retry   bool
+}
+
+// ErrNamesUnsupported says the control plane predates named acquires.
+var ErrNamesUnsupported = errors.New("capacity: the control plane does not know named acquires")
+
 // ContentionRenewer is a BatchRenewer whose answers also say, like a ContentionAcquirer's,
 // whether another worker was denied or queued recently for the renewed leases' clusters. With
 // one, a LeaseGuard's keeper checks a cluster whose leases it reuses before the reuse window
@@ -900,11 +1029,14 @@ func (g *LeaseGuard) stop(ctx context.Context) {
 	e := g.locked(func(t *leaseTable) effects { return t.stop() })
 	e.wakeFlusher = false // the flusher has stopped: the flush below sends what was queued
 	g.apply(e)
-	if g.PendingReleases() == 0 {
+	if g.PendingReleases() == 0 && g.LostAcquires() == 0 {
 		return
 	}
 	fctx, cancel := g.o.Env.WithTimeout(context.WithoutCancel(ctx), g.o.AcquireTimeout)
 	defer cancel()
 	for g.Flush(fctx) {
+	}
+	if g.names != nil {
+		g.settleLost(fctx)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/queryflux/queryflux/node/env"
 )
 
 // Memory is the in-memory CapacityStore and SweepCoordinator: the simulator's store and the
@@ -26,7 +28,12 @@ type memCluster struct {
 	leases     map[string]Lease // by ID
 	held       map[string]int   // leases per holder
 	waits      waitRecord
+	named      map[namedKey]string // lease ID by the named acquire that was granted it
+	nameOf     map[string]namedKey // and back, by lease ID
 }
+
+// namedKey is one holder's named acquire (NamedStore).
+type namedKey struct{ holder, request string }
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
@@ -40,6 +47,18 @@ func NewMemory() *Memory {
 func (m *Memory) WithClock(clock func() time.Time) *Memory {
 	m.clock = clock
 	return m
+}
+
+// Monotonic makes m's clock e's wall time when Monotonic is called, plus the time elapsed since
+// on e's monotonic clock: a lease's term is then a duration, which no step of the wall clock (an
+// NTP step, an operator's date) shortens or lengthens. For a control plane that keeps its leases
+// in memory (no database): with its callers' wall time, a step forward by minutes revoked and
+// fenced every live lease at the next sweep, and a step back kept a dead worker's leases for as
+// long. Expiries it reports are on that clock (they drift from the wall by the steps since).
+// Call it before use.
+func (m *Memory) Monotonic(e env.Env) *Memory {
+	base := e.Now()
+	return m.WithClock(func() time.Time { return base.Add(e.Now().Sub(base)) })
 }
 
 // now is the table's time: the store's clock if it has one, else the caller's.
@@ -58,7 +77,8 @@ var (
 func (m *Memory) cluster(name string) *memCluster {
 	c := m.clusters[name]
 	if c == nil {
-		c = &memCluster{leases: map[string]Lease{}, held: map[string]int{}, waits: newWaitRecord()}
+		c = &memCluster{leases: map[string]Lease{}, held: map[string]int{}, waits: newWaitRecord(),
+			named: map[namedKey]string{}, nameOf: map[string]namedKey{}}
 		m.clusters[name] = c
 	}
 	return c
@@ -66,8 +86,16 @@ func (m *Memory) cluster(name string) *memCluster {
 
 // Acquire implements CapacityStore.
 func (m *Memory) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (Lease, error) {
+	return m.AcquireNamed(ctx, cluster, holder, "", limit, ttl, now)
+}
+
+// AcquireNamed implements NamedStore.
+func (m *Memory) AcquireNamed(ctx context.Context, cluster, holder, request string, limit int, ttl time.Duration, now time.Time) (Lease, error) {
 	now = m.now(now)
 	if err := CheckAcquire(cluster, holder, limit, ttl); err != nil {
+		return Lease{}, err
+	}
+	if err := CheckRequestID(request); err != nil {
 		return Lease{}, err
 	}
 	m.mu.Lock()
@@ -87,15 +115,40 @@ func (m *Memory) Acquire(ctx context.Context, cluster, holder string, limit int,
 	}
 	c.leases[l.ID] = l
 	c.setHeld(holder, c.held[holder]+1)
+	if request != "" {
+		k := namedKey{holder, request}
+		c.named[k], c.nameOf[l.ID] = l.ID, k
+	}
 	if len(c.leases) > limit {
 		panic(fmt.Sprintf("capacity: memory store granted %d leases of %q over cap %d", len(c.leases), cluster, limit))
 	}
 	return l, nil
 }
 
+// Named implements NamedStore.
+func (m *Memory) Named(ctx context.Context, cluster, holder, request string) (Lease, bool, error) {
+	if err := CheckRequestID(request); err != nil || request == "" {
+		return Lease{}, false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.clusters[cluster]
+	if c == nil {
+		return Lease{}, false, nil
+	}
+	l, ok := c.leases[c.named[namedKey{holder, request}]]
+	return l, ok, nil
+}
+
 // drop frees lease l.
 func (c *memCluster) drop(l Lease) {
 	delete(c.leases, l.ID)
+	if k, ok := c.nameOf[l.ID]; ok {
+		if c.named[k] == l.ID {
+			delete(c.named, k)
+		}
+		delete(c.nameOf, l.ID)
+	}
 	c.setHeld(l.Holder, c.held[l.Holder]-1)
 }
 

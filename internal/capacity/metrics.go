@@ -36,6 +36,10 @@ type Metrics struct {
 	// (queue-full: the release queue was at its bound; expired: the lease's term passed while
 	// the control plane did not answer, so it frees the lease itself).
 	ReleasesDropped *prometheus.CounterVec
+	// LostAnswers counts acquires whose answer a worker lost and then named again, by cluster
+	// and what the control plane did (regranted: a retry answered with the lease the first
+	// sending was granted; settled: the lease of a given-up acquire freed).
+	LostAnswers *prometheus.CounterVec
 }
 
 // NewMetrics creates the counters and registers them on reg (nil: kept but not registered).
@@ -86,6 +90,10 @@ func buildMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "queryflux_capacity_releases_dropped_total",
 			Help: "Capacity lease releases never delivered to the control plane (queue-full: the release queue was at its bound; expired: the lease's term passed first).",
 		}, []string{"cluster", "reason"}),
+		LostAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_lost_answers_total",
+			Help: "Capacity lease acquires whose answer a worker lost, named again: regranted (a retry answered with the lease already granted) or settled (that lease freed).",
+		}, []string{"cluster", "outcome"}),
 	}
 	m.LeaseDenied = promreg.Register(reg, m.LeaseDenied)
 	m.LeaseYielded = promreg.Register(reg, m.LeaseYielded)
@@ -96,6 +104,7 @@ func buildMetrics(reg prometheus.Registerer) *Metrics {
 	m.Refused = promreg.Register(reg, m.Refused)
 	m.Reclaimed = promreg.Register(reg, m.Reclaimed)
 	m.ReleasesDropped = promreg.Register(reg, m.ReleasesDropped)
+	m.LostAnswers = promreg.Register(reg, m.LostAnswers)
 	return m
 }
 

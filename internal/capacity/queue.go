@@ -273,13 +273,13 @@ func (q *orderedQueue) empty(cluster string) bool {
 // acquireOrdered is Acquire for the ordered queue: a caller willing to wait (wait > 0) joins the
 // cluster's queue and is granted when its turn comes and a slot is free, or denied when wait
 // runs out; a caller not willing to wait is denied while others wait.
-func (a *API) acquireOrdered(ctx context.Context, cluster, holder string, limit int, ttl, wait time.Duration) (Lease, error) {
+func (a *API) acquireOrdered(ctx context.Context, cluster, holder, request string, limit int, ttl, wait time.Duration) (Lease, error) {
 	q := a.queue
 	if wait <= 0 {
 		if !q.empty(cluster) {
 			return Lease{}, ErrAtCapacity
 		}
-		return a.store.Acquire(ctx, cluster, holder, limit, ttl, a.env.Now())
+		return a.acquire(ctx, cluster, holder, request, limit, ttl)
 	}
 	if err := CheckAcquire(cluster, holder, limit, ttl); err != nil {
 		return Lease{}, err
@@ -295,7 +295,7 @@ func (a *API) acquireOrdered(ctx context.Context, cluster, holder string, limit 
 	for {
 		seen := wake.Seq()
 		if q.isHead(cluster, ticket) {
-			l, err := a.store.Acquire(ctx, cluster, holder, limit, ttl, a.env.Now())
+			l, err := a.acquire(ctx, cluster, holder, request, limit, ttl)
 			if err == nil {
 				q.granted(cluster, ticket)
 			}

@@ -40,22 +40,22 @@ func TestOrderedAcquireGrantsOnlyWithALease(t *testing.T) {
 		}
 	}
 
-	l, err := api.acquireOrdered(ctx, "c", "w", 1, time.Minute, 30*time.Millisecond)
+	l, err := api.acquireOrdered(ctx, "c", "w", "", 1, time.Minute, 30*time.Millisecond)
 	expect("a wait that runs out", l, err, ErrAtCapacity)
 
 	gone, leave := context.WithCancel(ctx)
 	time.AfterFunc(30*time.Millisecond, leave)
-	l, err = api.acquireOrdered(gone, "c", "w", 1, time.Minute, AcquireWaitMax)
+	l, err = api.acquireOrdered(gone, "c", "w", "", 1, time.Minute, AcquireWaitMax)
 	expect("a caller that went away", l, err, context.Canceled)
 
-	l, err = api.acquireOrdered(ctx, "c", "w", 0, time.Minute, time.Second)
+	l, err = api.acquireOrdered(ctx, "c", "w", "", 0, time.Minute, time.Second)
 	expect("a cap of 0", l, err, ErrInvalid)
 	if !api.queue.empty("c") {
 		t.Error("an invalid acquire was queued")
 	}
 
 	broken := NewAPI(failingStore{NewMemory()}, store, env.Real(nil), nil).Ordered()
-	l, err = broken.acquireOrdered(ctx, "c", "w", 1, time.Minute, time.Second)
+	l, err = broken.acquireOrdered(ctx, "c", "w", "", 1, time.Minute, time.Second)
 	expect("a store that fails", l, err, ErrUnavailable)
 }
 
@@ -74,7 +74,7 @@ func TestWaitingOrderedAcquireIsContention(t *testing.T) {
 	if c, ok := api.contention(ctx, "c", "holder"); !ok || c.Others {
 		t.Fatalf("before anyone waits: %+v, %v; want uncontended", c, ok)
 	}
-	if _, err := api.acquireOrdered(ctx, "c", "waiter", 1, time.Minute, ContendedFor*3/2); !errors.Is(err, ErrAtCapacity) {
+	if _, err := api.acquireOrdered(ctx, "c", "waiter", "", 1, time.Minute, ContendedFor*3/2); !errors.Is(err, ErrAtCapacity) {
 		t.Fatalf("the waiting acquire: %v", err)
 	}
 	if c, ok := api.contention(ctx, "c", "holder"); !ok || !c.Others {

@@ -45,7 +45,7 @@ func TestFullQueueDeniesAWaitingAcquireAtOnce(t *testing.T) {
 			t.Fatal("queue full below its bound")
 		}
 	}
-	l, err := api.acquireOrdered(ctx, "c", "late", 1, time.Minute, AcquireWaitMax)
+	l, err := api.acquireOrdered(ctx, "c", "late", "", 1, time.Minute, AcquireWaitMax)
 	if !errors.Is(err, ErrAtCapacity) {
 		t.Fatalf("acquire on a full queue: %+v, %v; want denied at capacity at once", l, err)
 	}
@@ -69,7 +69,7 @@ func TestWeightedAPIChargesEachGrant(t *testing.T) {
 	for _, h := range []string{"heavy", "heavy", "light", "light"} {
 		go func() {
 			for ctx.Err() == nil {
-				l, err := api.acquireOrdered(ctx, "c", h, 1, time.Minute, AcquireWaitMax)
+				l, err := api.acquireOrdered(ctx, "c", h, "", 1, time.Minute, AcquireWaitMax)
 				if err != nil {
 					continue
 				}

@@ -28,6 +28,8 @@ type Remote struct {
 	renewOneByOne atomic.Bool
 	// noWatch: the control plane predates PathWatch (it answered 404 or 405).
 	noWatch atomic.Bool
+	// noNames: the control plane predates named acquires (it refused requestId as unknown).
+	noNames atomic.Bool
 }
 
 // WithAcquireWait makes every acquire long-poll up to d in the control plane's arrival-order
@@ -70,6 +72,7 @@ var (
 	_ ContentionAcquirer = (*Remote)(nil)
 	_ ContentionRenewer  = (*Remote)(nil)
 	_ ContentionWatcher  = (*Remote)(nil)
+	_ NamedAcquirer      = (*Remote)(nil)
 )
 
 // Acquire implements LeaseClient; holder names the lease only where the control plane does not
@@ -87,9 +90,24 @@ func (c *Remote) AcquireReleasing(ctx context.Context, cluster, holder string, l
 // AcquireContended implements ContentionAcquirer: AcquireReleasing, and whether the control
 // plane called the cluster contended (a control plane that does not say counts as contended).
 func (c *Remote) AcquireContended(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef) (Lease, bool, error) {
+	return c.AcquireContendedNamed(ctx, cluster, holder, limit, ttl, now, release, Naming{})
+}
+
+// AcquireContendedNamed implements NamedAcquirer. A control plane that predates named acquires is
+// asked without the name (and every later acquire too).
+func (c *Remote) AcquireContendedNamed(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time, release []LeaseRef, name Naming) (Lease, bool, error) {
 	var resp AcquireResponse
-	err := c.post(ctx, PathAcquire, AcquireRequest{Cluster: cluster, Cap: limit, TTLMillis: ttl.Milliseconds(), Holder: holder,
-		WaitMillis: c.acquireWait.Milliseconds(), Release: release}, &resp)
+	req := AcquireRequest{Cluster: cluster, Cap: limit, TTLMillis: ttl.Milliseconds(), Holder: holder,
+		WaitMillis: c.acquireWait.Milliseconds(), Release: release}
+	if !c.noNames.Load() {
+		req.RequestID, req.Retry = name.Request, name.Retry && name.Request != ""
+	}
+	err := c.post(ctx, PathAcquire, req, &resp)
+	if req.RequestID != "" && namesRefused(err) {
+		c.noNames.Store(true)
+		req.RequestID, req.Retry = "", false
+		err = c.post(ctx, PathAcquire, req, &resp)
+	}
 	if err != nil {
 		return Lease{}, true, err
 	}
@@ -101,6 +119,27 @@ func (c *Remote) AcquireContended(ctx context.Context, cluster, holder string, l
 		return Lease{}, true, fmt.Errorf("%w: acquire answer for %q names lease %+v", ErrUnavailable, cluster, resp.Lease)
 	}
 	return *resp.Lease, contended, nil
+}
+
+// Settle implements NamedAcquirer.
+func (c *Remote) Settle(ctx context.Context, cluster, holder, request string) error {
+	if c.noNames.Load() {
+		return ErrNamesUnsupported
+	}
+	var resp AcquireResponse
+	err := c.post(ctx, PathAcquire, AcquireRequest{Cluster: cluster, Holder: holder, RequestID: request, Settle: true}, &resp)
+	if namesRefused(err) {
+		c.noNames.Store(true)
+		return ErrNamesUnsupported
+	}
+	return err
+}
+
+// namesRefused reports whether err is a control plane's refusal of the requestId field: one
+// older than named acquires decodes strictly and names the unknown field.
+func namesRefused(err error) bool {
+	var se *workerapi.StatusError
+	return errors.As(err, &se) && se.Status == http.StatusBadRequest && strings.Contains(se.Body.Error, `"requestId"`)
 }
 
 // Renew implements LeaseClient.

@@ -36,8 +36,9 @@ var (
 	idleFresh       = 2 * time.Second
 )
 
-// spunNanos is the time spent spinning by BeginSpin's callers (an event loop's thread), which
-// the sampler counts as idle: the spinner's CPU would be idle without the spin. Counted busy,
+// spunNanos is the time spent spinning by BeginSpin's callers (an event loop's thread) and by
+// spinning reads (spinEnded), which the sampler counts as idle: the spinner's CPU would be idle
+// without the spin. Counted busy,
 // a spinner on two CPUs finds the machine under a quarter idle as soon as the peers it waits
 // for use a fifth of the other CPU (a MySQL client and MariaDB behind one client's statements
 // use more: RESULTS.md, session 30, mypass), and so spins only every other sample period.

@@ -399,3 +399,26 @@ func TestSpinsCountWhatBecameOfEachWait(t *testing.T) {
 	HoldIdle(false)
 	step("on a busy machine", func() { exchange(t, a, b, 50*time.Millisecond) }, SpinCounts{NotIdle: 1})
 }
+
+// TestASpinningReadCountsAsIdle: the time a read spins awaiting an answer (at most its bound)
+// is idle in the idle sampler's next sample, as an event loop's spin is (TestASpinCountsAsIdle):
+// a daemon spinning through every wait of a statement must not find the machine busy from its
+// own spin, and stop spinning for it.
+func TestASpinningReadCountsAsIdle(t *testing.T) {
+	holdIdle(t, true)
+	a, b := pair(t)
+	a.SetSpin(100 * time.Millisecond)
+	spun0 := spunNanos.Load()
+	exchange(t, a, b, 400*time.Millisecond) // spins to the bound, then waits
+	if d := time.Duration(spunNanos.Load() - spun0); d < 50*time.Millisecond || d > 100*time.Millisecond {
+		t.Fatalf("a read that spun to its bound of 100 ms counted %v as spun", d)
+	}
+	a.SetSpin(time.Second)
+	spun1 := spunNanos.Load()
+	if !exchangeSpinning(t, a, b) {
+		t.Fatal("no read spun")
+	}
+	if d := time.Duration(spunNanos.Load() - spun1); d <= 0 || d > time.Second {
+		t.Fatalf("a read answered while spinning counted %v as spun", d)
+	}
+}

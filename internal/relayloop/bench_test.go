@@ -25,16 +25,9 @@ func BenchmarkPingPong(b *testing.B) {
 	for _, clients := range []int{1, 8} {
 		b.Run("loop/c"+strconv.Itoa(clients), func(b *testing.B) {
 			l := newLoop(b, 0)
-			pingPong(b, clients, func(client, server *net.TCPConn) {
-				fa, err := Detach(client)
-				if err != nil {
-					b.Fatal(err)
-				}
-				fb, err := Detach(server)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, err = l.Add(Pair{A: fa, B: fb, Framing: [2]Framer{nil, PGWatching('Z')},
+			pingPong(b, clients, l, func(client, server *net.TCPConn) {
+				fa, fb := detached(b, client, server)
+				_, err := l.Add(Pair{A: fa, B: fb, Framing: [2]Framer{nil, PGWatching('Z')},
 					Watch: func(Direction, []byte) Verdict { return Relay },
 					Done:  func(Result) { _ = unix.Close(fa); _ = unix.Close(fb) }})
 				if err != nil {
@@ -43,8 +36,12 @@ func BenchmarkPingPong(b *testing.B) {
 			})
 		})
 		b.Run("pooled/c"+strconv.Itoa(clients), func(b *testing.B) { pooledPingPong(b, clients) })
+		for _, stay := range []bool{false, true} {
+			name := map[bool]string{false: "kept/c", true: "staying/c"}[stay]
+			b.Run(name+strconv.Itoa(clients), func(b *testing.B) { keptPingPong(b, clients, stay) })
+		}
 		b.Run("goroutines/c"+strconv.Itoa(clients), func(b *testing.B) {
-			pingPong(b, clients, func(client, server *net.TCPConn) {
+			pingPong(b, clients, nil, func(client, server *net.TCPConn) {
 				go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
 				go func() { _, _ = io.Copy(client, server); _ = client.Close() }()
 			})
@@ -66,7 +63,7 @@ func pooledPingPong(b *testing.B, clients int) {
 	l := newLoop(b, 0)
 	var mu sync.Mutex
 	var idle []int
-	pingPong(b, clients, func(client, server *net.TCPConn) {
+	pingPong(b, clients, l, func(client, server *net.TCPConn) {
 		fa, err := Detach(client)
 		if err != nil {
 			b.Fatal(err)
@@ -106,9 +103,28 @@ func pooledPingPong(b *testing.B, clients int) {
 	})
 }
 
+// keptPingPong is pingPong through pairs whose B is a pooled engine connection kept plugged in
+// from round trip to round trip (KeepB, never unplugged), as the MySQL passthrough keeps a
+// client's: kept arms B's receive on a ring again for each answer, staying (StayB) keeps it
+// armed.
+func keptPingPong(b *testing.B, clients int, stay bool) {
+	l := newLoop(b, 0)
+	pingPong(b, clients, l, func(client, server *net.TCPConn) {
+		fa, fb := detached(b, client, server)
+		_, err := l.Add(Pair{A: fa, B: fb, KeepB: true, StayB: stay, Framing: [2]Framer{PGWatching('Q'), PGWatching('Z')},
+			Watch: func(Direction, []byte) Verdict { return Relay },
+			Done:  func(Result) { Release(fb); _ = unix.Close(fa); _ = unix.Close(fb) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // pingPong connects clients through relay (given the relay's two sockets of each client) to
 // an echo server that answers each message (a Query of 11 bytes) with a 6-byte ReadyForQuery.
-func pingPong(b *testing.B, clients int, relay func(client, server *net.TCPConn)) {
+// With a loop, loop-cpu-us/op is its thread's own CPU (user and system: its system calls, and
+// the loopback's delivery they run) per op.
+func pingPong(b *testing.B, clients int, l *Loop, relay func(client, server *net.TCPConn)) {
 	msg := pgMsg('Q', []byte("select"))
 	conns := make([]*net.TCPConn, clients)
 	for i := range conns {
@@ -133,7 +149,7 @@ func pingPong(b *testing.B, clients int, relay func(client, server *net.TCPConn)
 	}
 	var wg sync.WaitGroup
 	per := b.N / clients
-	cpu0 := cpuTime()
+	cpu0, loop0 := cpuTime(), loopCPU(l)
 	b.ResetTimer()
 	for _, c := range conns {
 		wg.Add(1)
@@ -156,7 +172,24 @@ func pingPong(b *testing.B, clients int, relay func(client, server *net.TCPConn)
 	b.StopTimer()
 	if n := per * clients; n > 0 {
 		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(n), "cpu-us/op")
+		if l != nil {
+			b.ReportMetric(float64((loopCPU(l)-loop0).Nanoseconds())/1e3/float64(n), "loop-cpu-us/op")
+		}
 	}
+}
+
+// loopCPU is the CPU time of l's thread so far (0 without a loop).
+func loopCPU(l *Loop) time.Duration {
+	if l == nil {
+		return 0
+	}
+	ch := make(chan time.Duration, 1)
+	l.do(func() {
+		var ru unix.Rusage
+		_ = unix.Getrusage(unix.RUSAGE_THREAD, &ru)
+		ch <- time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	})
+	return <-ch
 }
 
 func cpuTime() time.Duration {

@@ -518,6 +518,7 @@ func (p *pair) plug(l *Loop, b int) error {
 	if l.ring != nil {
 		unkeep(b)
 		l.ends.set(b, &p.ends[BToA])
+		p.rq[BToA].asked = true
 		l.touch(p) // settle arms its receive
 		return nil
 	}

@@ -403,3 +403,156 @@ func TestKeptBPlugsInWithoutEpollCtl(t *testing.T) {
 		t.Fatal("the pair did not stop when A closed")
 	}
 }
+
+// A B that stays plugged in from answer to answer (StayB: a MySQL client's engine connection
+// kept between its statements) keeps one receive armed on a ring, as A does, rather than one
+// armed per answer; unplugged, it hands back nothing it did not get, and plugged in again it
+// relays as before.
+func TestStayingBKeepsItsReceiveArmed(t *testing.T) {
+	onRing(t)
+	l := newLoop(t, 0)
+	const (
+		relay  = iota
+		unplug // at B's next answer's end
+		out    // B plugged in again at A's next query
+	)
+	state := relay
+	var mu sync.Mutex
+	unplugged := make(chan []byte, 1)
+	var r *relayed
+	var fb int
+	r = startPair(t, l, [2]Framer{PGWatching('Q'), PGWatching('Z')}, func(d Direction, _ []byte) Verdict {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case d == BToA && state == unplug:
+			state = out
+			return Unplug
+		case d == AToB && state == out:
+			state = relay
+			if err := r.handle.Plug(fb); err != nil {
+				t.Error(err)
+				return Hold
+			}
+		}
+		return Relay
+	}, func(p *Pair) {
+		p.KeepB, p.StayB = true, true
+		fb = p.B
+		p.Unplugged = func(_ int, rest []byte) { unplugged <- rest }
+	})
+	z := pgMsg('Z', []byte{'I'})
+	exchange := func(i int) {
+		t.Helper()
+		q := pgMsg('Q', []byte(fmt.Sprintf("select %d\x00", i)))
+		if _, err := r.client.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, r.server, len(q)); !bytes.Equal(got, q) {
+			t.Fatalf("B got %q, want %q", got, q)
+		}
+		answer := append(pgMsg('D', []byte(fmt.Sprintf("row %d", i))), z...)
+		if _, err := r.server.Write(answer); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, r.client, len(answer)); !bytes.Equal(got, answer) {
+			t.Fatalf("A got %q, want %q", got, answer)
+		}
+	}
+	exchange(0) // both receives armed
+	before := l.recvArms.Load()
+	const n = 20
+	for i := 1; i <= n; i++ {
+		exchange(i)
+	}
+	if arms := l.recvArms.Load() - before; arms > 2 {
+		t.Fatalf("%d receives armed over %d answers of a B that stays plugged in, want its one kept armed", arms, n)
+	}
+	mu.Lock()
+	state = unplug
+	mu.Unlock()
+	exchange(n + 1)
+	select {
+	case rest := <-unplugged:
+		if len(rest) != 0 {
+			t.Fatalf("unplugged with %q left over, want nothing", rest)
+		}
+	case <-time.After(wait):
+		t.Fatal("B was not unplugged")
+	}
+	exchange(n + 2) // plugged in again by the query's Watch
+	exchange(n + 3)
+}
+
+// On a ring, the first receive of a B just plugged in (the request it answers goes out in the
+// same enter) arms the socket's poll without a first attempt, which would find nothing; an
+// answer already waiting when B is plugged in (its peer spoke first) is received all the same.
+func TestPluggedBsFirstReceivePollsFirst(t *testing.T) {
+	onRing(t)
+	l := newLoop(t, 0)
+	client, a := tcpPair(t)
+	b, server := tcpPair(t)
+	t.Cleanup(func() { client.Close(); server.Close() })
+	fa, fb := detached(t, a, b)
+	t.Cleanup(func() { Release(fb); _ = unix.Close(fb) })
+	h := l.NewHandle()
+	unplugged := make(chan struct{}, 1)
+	err := h.Start(Pair{A: fa, B: -1, KeepB: true,
+		Framing: [2]Framer{PGWatching('Q'), PGWatching('Z')},
+		Watch: func(d Direction, msg []byte) Verdict {
+			if d == BToA {
+				return Unplug
+			}
+			if err := h.Plug(fb); err != nil {
+				t.Error(err)
+				return Hold
+			}
+			return Relay
+		},
+		Unplugged: func(int, []byte) { unplugged <- struct{}{} },
+		Done:      func(Result) { _ = unix.Close(fa) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := pgMsg('Z', []byte{'I'})
+	transaction := func(early []byte) {
+		t.Helper()
+		q := pgMsg('Q', []byte("select 1\x00"))
+		if _, err := client.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, server, len(q)); !bytes.Equal(got, q) {
+			t.Fatalf("B got %q, want %q", got, q)
+		}
+		if _, err := server.Write(z); err != nil {
+			t.Fatal(err)
+		}
+		want := append(append([]byte(nil), early...), z...)
+		if got := readN(t, client, len(want)); !bytes.Equal(got, want) {
+			t.Fatalf("A got %q, want %q", got, want)
+		}
+		select {
+		case <-unplugged:
+		case <-time.After(wait):
+			t.Fatal("B was not unplugged")
+		}
+	}
+	before := l.pollFirsts.Load()
+	const n = 5
+	for range n {
+		transaction(nil)
+	}
+	if got := l.pollFirsts.Load() - before; got != n {
+		t.Fatalf("%d of %d plugged-in Bs' first receives polled first", got, n)
+	}
+	// B's peer speaks while B is out: the bytes wait in its socket, and the receive armed at the
+	// next plug (poll first) finds them at once.
+	notice := pgMsg('N', []byte("idle"))
+	if _, err := server.Write(notice); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // the notice waits in B's socket
+	transaction(notice)
+	transaction(nil)
+}

@@ -105,6 +105,14 @@ type Pair struct {
 	// transaction to transaction without two epoll_ctl each. The socket's owner must call
 	// Release before it closes the socket or reads it elsewhere (Conn does).
 	KeepB bool
+	// StayB says that a B stays plugged in from one of its answers to the next, as a client's
+	// engine connection kept between its statements does, rather than leaving at each answer's
+	// end. On a ring its receive then stays armed (multishot, as A's): a B armed once per answer
+	// costs the kernel, at every answer, a receive that finds nothing and a poll armed for it;
+	// an unplug of a B whose receive stays armed cancels it and awaits the cancel, an
+	// io_uring_enter of its own, which a B unplugged at every answer's end would pay each time.
+	// Epoll ignores it.
+	StayB bool
 	// MessageTimeout, when set, bounds how long A may leave a message half sent: a pair whose
 	// A began a message and did not finish it within MessageTimeout stops with
 	// ErrMessageTimeout. Time between messages, and while A's direction is held, never counts.

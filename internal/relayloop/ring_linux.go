@@ -33,8 +33,9 @@ import (
 // idle state that costs nothing, and its next plug arms one in the turn's enter. It is kept all
 // the same (the table of kept sockets), as known non-blocking: its next plug makes no fcntl.
 //
-// Such a B (a pooled engine connection, unplugged at the end of each transaction's answer) is
-// received one completion at a time, each receive armed again by the turn's enter, while its
+// Such a B (a pooled engine connection, unplugged at the end of each transaction's answer),
+// unless it says it stays (Pair.StayB: a MySQL client's engine connection kept between its
+// statements, whose receive stays armed, multishot), is received one completion at a time, each receive armed again by the turn's enter, while its
 // answers come in pieces smaller than a buffer: its unplug then finds no receive running, where
 // cancelling a multishot one and awaiting its end took an io_uring_enter of its own every
 // transaction (RESULTS.md, session 25: 1.75 against 0.81 enters per transaction in session
@@ -125,6 +126,9 @@ type ringIO struct {
 	// are back.
 	starved []*pair
 	closing bool
+	// flagged: the kernel flags deferred completions (uring.Ring.TaskWork), so a turn with
+	// nothing to submit and none flagged waits at once rather than looking first.
+	flagged bool
 }
 
 // recvQ is what a socket's receive brought that its stream has not taken yet.
@@ -136,6 +140,7 @@ type recvQ struct {
 	cancelling bool
 	starved    bool          // the receive ended for want of buffers: re-armed once some are back
 	bulk       bool          // a completion filled a buffer: the socket's receives are multishot from now on
+	asked      bool          // B was just plugged in: its first receive awaits the answer to what is sent to it
 	eof        bool          // the peer closed its end (after the chunks)
 	err        syscall.Errno // the receive failed (after the chunks)
 }
@@ -153,7 +158,13 @@ func (q *recvQ) reset() { *q = recvQ{chunks: q.chunks[:0]} }
 
 // newRing sets up l's ring on the calling (locked) thread.
 func newRing() (*ringIO, error) {
-	r, err := uring.New(ringEntries, uring.SetupSingleIssuer|uring.SetupDeferTaskrun|uring.SetupSubmitAll)
+	const flags = uring.SetupSingleIssuer | uring.SetupDeferTaskrun | uring.SetupSubmitAll
+	flagged := true
+	r, err := uring.New(ringEntries, flags|uring.SetupTaskrunFlag)
+	if err != nil { // a kernel that takes no TASKRUN_FLAG with DEFER_TASKRUN: every turn looks
+		flagged = false
+		r, err = uring.New(ringEntries, flags)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +183,7 @@ func newRing() (*ringIO, error) {
 		bufs.Free()
 		return nil, fmt.Errorf("relayloop: mmap: %w", err)
 	}
-	return &ringIO{r: r, bufs: bufs, free: ringBufs, evb: evb}, nil
+	return &ringIO{r: r, bufs: bufs, free: ringBufs, evb: evb, flagged: flagged}, nil
 }
 
 // sqe is a free submission entry, submitting the queue first when it is full.
@@ -198,9 +209,18 @@ func (l *Loop) armRecv(p *pair, side Direction) {
 	q := &p.rq[side]
 	s := l.ring.sqe()
 	s.Opcode, s.FD = uring.OpRecv, int32(p.fd(side))
-	if side == AToB || !p.p.KeepB || q.bulk {
+	if side == AToB || !p.p.KeepB || p.p.StayB || q.bulk {
 		s.Ioprio = uring.RecvMultishot
 	}
+	if q.asked {
+		// The first receive of a B just plugged in comes after the request it answers, sent in
+		// the same enter: an attempt would find nothing (a receive that fails, then the poll
+		// armed); the poll alone is armed. (A later one may find more of an answer waiting.)
+		s.Ioprio |= uring.RecvPollFirst
+		q.asked = false
+		l.pollFirsts.Add(1)
+	}
+	l.recvArms.Add(1)
 	s.Flags = uring.SqeBufferSelect
 	s.BufIndex = l.ring.bufs.Group
 	s.UserData = userData(kindRecv, p.fd(side))
@@ -226,17 +246,26 @@ func (l *Loop) send(st *stream, fd int) {
 }
 
 // runRing is the loop on the ring: look without blocking first (no hand-off of the thread
-// while completions are arriving, as the epoll loop does), then wait.
+// while completions are arriving, as the epoll loop does), then wait. A turn with nothing to
+// submit, no completion in the queue and none flagged as waiting to be run (ringIO.flagged)
+// would find nothing by looking: it waits at once, one io_uring_enter where a look and a wait
+// took two (the wait runs what comes meanwhile before it sleeps, and wakes at what comes later).
 func (l *Loop) runRing() {
 	g := l.ring
 	l.armWake()
 	for !g.closing {
 		g.bufs.Publish()
 		if g.next == len(g.cqes) { // (else a quiesce took completions not handled yet)
-			if err := g.r.GetEvents(); err != nil {
-				panic(fmt.Sprintf("relayloop: %v", err))
+			looked := !g.flagged || g.r.Pending() > 0 || g.r.TaskWork()
+			if looked {
+				if err := g.r.GetEvents(); err != nil {
+					panic(fmt.Sprintf("relayloop: %v", err))
+				}
 			}
 			if g.r.Ready() == 0 {
+				if looked {
+					l.emptyLooks.Add(1)
+				}
 				l.ringWait()
 			}
 		}

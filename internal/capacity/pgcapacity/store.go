@@ -146,6 +146,7 @@ type op struct {
 	release *capacity.LeaseRef
 	cluster string
 	holder  string
+	request string // the acquire's name ("" none)
 	limit   int
 	ttl     time.Duration
 	now     any // the store's clock argument
@@ -162,7 +163,15 @@ type opResult struct {
 
 // Acquire implements capacity.CapacityStore.
 func (s *Store) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (capacity.Lease, error) {
+	return s.AcquireNamed(ctx, cluster, holder, "", limit, ttl, now)
+}
+
+// AcquireNamed implements capacity.NamedStore: the lease row keeps request (migration 0014).
+func (s *Store) AcquireNamed(ctx context.Context, cluster, holder, request string, limit int, ttl time.Duration, now time.Time) (capacity.Lease, error) {
 	if err := capacity.CheckAcquire(cluster, holder, limit, ttl); err != nil {
+		return capacity.Lease{}, err
+	}
+	if err := capacity.CheckRequestID(request); err != nil {
 		return capacity.Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -170,7 +179,7 @@ func (s *Store) Acquire(ctx context.Context, cluster, holder string, limit int, 
 	}
 	defer s.timed(capacity.StoreAcquire)()
 	b := s.acquires
-	c := b.submit(op{cluster: cluster, holder: holder, limit: limit, ttl: ttl, now: s.clock(now)})
+	c := b.submit(op{cluster: cluster, holder: holder, request: request, limit: limit, ttl: ttl, now: s.clock(now)})
 	res, err, abandoned := awaitCtx(ctx, b, c)
 	gen := res.generation
 	if abandoned {
@@ -214,7 +223,7 @@ func awaitCtx[Req, Res any](ctx context.Context, b *batcher[Req, Res], c *call[R
 // in order, so a durable grant also makes every release before it durable.
 func (s *Store) runBatch(ops []op, async bool) ([]opResult, error) {
 	lock := map[string]bool{}
-	var ids, relHolders, clusters, holders []string
+	var ids, relHolders, clusters, holders, requests []string
 	var gens, ttls []int64
 	var limits []int32
 	var now any
@@ -225,7 +234,7 @@ func (s *Store) runBatch(ops []op, async bool) ([]opResult, error) {
 			lock[o.release.Cluster()] = true
 			continue
 		}
-		clusters, holders = append(clusters, o.cluster), append(holders, o.holder)
+		clusters, holders, requests = append(clusters, o.cluster), append(holders, o.holder), append(requests, o.request)
 		limits, ttls = append(limits, int32(o.limit)), append(ttls, o.ttl.Milliseconds())
 		lock[o.cluster] = true
 		now = o.now // the same for every op of one store
@@ -247,8 +256,8 @@ func (s *Store) runBatch(ops []op, async bool) ([]opResult, error) {
 		s.stats.Unlock()
 	}()
 	args := []any{locked, orEmpty(ids), orEmpty(gens), orEmpty(relHolders), orEmpty(clusters), orEmpty(holders),
-		orEmpty(limits), orEmpty(ttls), now}
-	const apply = "SELECT named_ids, named_gens, named_holders, granted, stamped FROM capacity_apply($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+		orEmpty(limits), orEmpty(ttls), now, orEmpty(requests)}
+	const apply = "SELECT named_ids, named_gens, named_holders, granted, stamped FROM capacity_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
 	scan := func(row pgx.Row) error { return row.Scan(&namedIDs, &namedGens, &namedHolders, &granted, &stamped) }
 	err := s.retry(func(ctx context.Context) error {
 		if !async || len(holders) > 0 {
@@ -323,6 +332,24 @@ func (s *Store) retry(fn func(ctx context.Context) error) error {
 		}
 	}
 	return err
+}
+
+// Named implements capacity.NamedStore (a scan of the cluster's leases: it is asked only
+// for an acquire whose answer was lost).
+func (s *Store) Named(ctx context.Context, cluster, holder, request string) (capacity.Lease, bool, error) {
+	if err := capacity.CheckRequestID(request); err != nil || request == "" {
+		return capacity.Lease{}, false, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, cluster, generation, holder, expires_at, revoked, ttl_ms FROM capacity_leases
+		WHERE cluster = $1 AND holder = $2 AND request = $3 ORDER BY generation DESC LIMIT 1`, cluster, holder, request)
+	if err != nil {
+		return capacity.Lease{}, false, fmt.Errorf("pgcapacity: named lease: %w", err)
+	}
+	ls, err := collectLeases(rows)
+	if err != nil || len(ls) == 0 {
+		return capacity.Lease{}, false, err
+	}
+	return ls[0], true, nil
 }
 
 // Renew implements capacity.CapacityStore.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/capacity/pgcapacity"
 	"github.com/queryflux/queryflux/migrations/migratedtest"
+	"github.com/queryflux/queryflux/node/env"
 )
 
 // newStore returns a Postgres store on a fresh, migrated database.
@@ -319,5 +321,66 @@ func TestStoreMeasuresEachCall(t *testing.T) {
 		capacity.StoreContention: 1, capacity.StoreMarkGranted: 1, capacity.StoreRelease: 1}
 	if !maps.Equal(got, want) {
 		t.Fatalf("calls counted %v, want %v", got, want)
+	}
+}
+
+// TestNamedAcquiresOnPostgres: the lease row keeps the name of the acquire it was granted to
+// (migration 0014), so the control plane answers a retried acquire with that lease (renewed,
+// no other slot taken) and frees it for a settled one; a name is its holder's only, and a
+// batch of acquires keeps each one's name.
+func TestNamedAcquiresOnPostgres(t *testing.T) {
+	s, _ := newStore(t, 4)
+	ctx := context.Background()
+	l, err := s.AcquireNamed(ctx, "c", "w1", "n1", 3, time.Minute, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := s.Named(ctx, "c", "w1", "n1"); err != nil || !ok || got.ID != l.ID {
+		t.Fatalf("named lease: %+v %v %v, want %s", got, ok, err, l.ID)
+	}
+	for _, c := range [][3]string{{"c", "w2", "n1"}, {"c", "w1", "n2"}, {"d", "w1", "n1"}} {
+		if got, ok, err := s.Named(ctx, c[0], c[1], c[2]); err != nil || ok {
+			t.Fatalf("named lease of %v: %+v %v %v, want none", c, got, ok, err)
+		}
+	}
+	if _, err := s.AcquireNamed(ctx, "c", "w1", "not a name", 3, time.Minute, time.Time{}); !errors.Is(err, capacity.ErrInvalid) {
+		t.Fatalf("a name with spaces: %v, want ErrInvalid", err)
+	}
+
+	srv := httptest.NewServer(capacity.NewAPIHandler(s, s, env.Real(nil), nil))
+	defer srv.Close()
+	r := capacity.NewRemote(srv.URL, srv.Client(), nil)
+	first, _, err := r.AcquireContendedNamed(ctx, "c", "w3", 3, time.Minute, time.Time{}, nil, capacity.Naming{Request: "a1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := r.AcquireContendedNamed(ctx, "c", "w3", 3, time.Minute, time.Time{}, nil, capacity.Naming{Request: "a1", Retry: true})
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("retried acquire: %+v %v, want %s", again, err, first.ID)
+	}
+	if ls, _ := s.List(ctx, "c"); len(ls) != 2 {
+		t.Fatalf("leases after a retry: %+v, want 2 (w1's and w3's)", ls)
+	}
+	if err := r.Settle(ctx, "c", "w3", "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if ls, _ := s.List(ctx, "c"); len(ls) != 1 || ls[0].ID != l.ID {
+		t.Fatalf("leases after the settle: %+v, want w1's only", ls)
+	}
+
+	// Concurrent acquires share one batch: each keeps its own name.
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = s.AcquireNamed(ctx, "b", fmt.Sprintf("h%d", i), fmt.Sprintf("r%d", i), 8, time.Minute, time.Time{})
+		}()
+	}
+	wg.Wait()
+	for i := range 8 {
+		if _, ok, err := s.Named(ctx, "b", fmt.Sprintf("h%d", i), fmt.Sprintf("r%d", i)); err != nil || !ok {
+			t.Fatalf("acquire %d of a batch: named %v %v", i, ok, err)
+		}
 	}
 }

@@ -53,7 +53,7 @@ var compatNames = func() map[string]bool {
 // pgCompatSQL is everything the compatibility catalog holds for PostgreSQL (and Trino)
 // clients; the engine adds the other protocols' functions.
 func pgCompatSQL() []string {
-	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL, pgDependSQL,
+	return slices.Concat(compatSQL, typeSQL(), pgSettingsSQL(), pgSessionSQL, trinoShowSQL, infoSchemaSQL(), pgDependSQL, pgSchemaSQL(), pgFunctionSQL, psqlCatalogSQL,
 		regTextSQL, []string{setvalMacroSQL, functionDefSQL, setConfigSQL(), viewdefSQL})
 }
 
@@ -577,7 +577,8 @@ func typeSQL() []string {
 			pg_type_oid AS atttypid, -1 AS attstattarget, -1 AS attlen, column_index AS attnum,
 			0 AS attndims, -1 AS attcacheoff, pg_typmod AS atttypmod,
 			false AS attbyval, {c}.main.qf_storage(pg_type_oid) AS attstorage, 'i' AS attalign, NOT is_nullable AS attnotnull,
-			column_default IS NOT NULL AS atthasdef, false AS atthasmissing, '' AS attidentity, '' AS attgenerated,
+			column_default IS NOT NULL AND pg_identity IS NULL AS atthasdef, false AS atthasmissing,
+			coalesce(pg_identity, '') AS attidentity, '' AS attgenerated,
 			false AS attisdropped, true AS attislocal, 0 AS attinhcount,
 			CASE WHEN pg_type_oid IN (18, 19, 25, 1042, 1043) THEN 100 ELSE 0 END::BIGINT AS attcollation,
 			'' AS attcompression, NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,

@@ -43,7 +43,8 @@ type copyTarget struct {
 // staged before the transaction begins, so that they outlive an INSERT that fails on a value
 // DuckDB cannot read: the error then names its line and column, as PostgreSQL's does
 // (badValue). Inside one, a failed statement ends what could be read after it.
-func loadCopy(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, src query.CopySource, inTx bool) (query.Rows, error) {
+// The values its rows' DEFAULT nextval take are noted in session (pgsessionseq.go; nil: none).
+func loadCopy(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, src query.CopySource, session *query.SessionSequences, inTx bool) (query.Rows, error) {
 	target, err := copyTargetOf(ctx, conn, cf)
 	if err != nil {
 		return nil, err
@@ -59,7 +60,7 @@ func loadCopy(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, src quer
 		if _, err := stage(); err != nil {
 			return nil, err
 		}
-		return insertStaged(ctx, conn, cf, target)
+		return insertStaged(ctx, conn, cf, target, session)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+copyStage) //nolint:errcheck // a temporary table: it goes with the connection otherwise
 	// The staging in a transaction of its own (the appender then commits once, not once a
@@ -70,7 +71,7 @@ func loadCopy(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, src quer
 	if err != nil {
 		return nil, err
 	}
-	err = inTransaction(ctx, conn, func() (err error) { rows, err = insertStaged(ctx, conn, cf, target); return err })
+	err = inTransaction(ctx, conn, func() (err error) { rows, err = insertStaged(ctx, conn, cf, target, session); return err })
 	if err != nil {
 		return nil, target.badValue(ctx, conn, cf, lines, err)
 	}
@@ -148,8 +149,11 @@ func stageCopyRows(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, t c
 }
 
 // insertStaged inserts the staged rows into the target in one statement, and drops the stage.
-func insertStaged(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, t copyTarget) (query.Rows, error) {
+func insertStaged(ctx context.Context, conn *sql.Conn, cf pgcopy.Statement, t copyTarget, session *query.SessionSequences) (query.Rows, error) {
+	schema, name := regclassName(cf.Table)
+	taking := watchTable(ctx, conn, session, schema, name)
 	res, err := conn.ExecContext(ctx, "INSERT INTO "+t.table+" ("+strings.Join(t.names, ", ")+") SELECT * FROM "+copyStage)
+	taking.finish(ctx, conn)
 	if err != nil {
 		return nil, copyLineError(cf, 0, wrapErr(err))
 	}

@@ -572,8 +572,11 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return nil, explain(err)
 	}
-	taking := e.watchDefaults(ctx, conn, client, st.p) // pgsessionseq.go
+	taking := watchDefaults(ctx, conn, client, st.p) // pgsessionseq.go
 	rows, err := run(ctx, conn, q, st.p, func() { taking.finish(ctx, conn); release(conn, st.clean()); cancel() })
+	if err == nil {
+		taking.finish(ctx, conn) // an INSERT ... RETURNING's rows, before its client reads them (a no-op once done)
+	}
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
 		rows, err = e.retryDelete(outer, nil, false, actionsClient(client, st.p.sqlText), q, st.p, err)
 		err = mysqlActionError(client, err)

@@ -458,6 +458,9 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 		if err := noteDeferred(ctx, conn, table, deferred); err != nil {
 			return nil, err
 		}
+		if err := applyKeysTo(ctx, conn, table, inTx); err != nil {
+			return nil, err
+		}
 		return engine.TagRows("CREATE TABLE"), nil
 	}, true
 }

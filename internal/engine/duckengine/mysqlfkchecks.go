@@ -202,7 +202,11 @@ func noteDeferred(ctx context.Context, conn *sql.Conn, table string, keys []tabl
 }
 
 // applyDeferredKeys adds the keys qf_fk_pending holds (SET FOREIGN_KEY_CHECKS=1): each table
-// created again with its keys and its rows, a table before those whose keys reference it.
+// created again with its keys and its rows, a table before those whose keys reference it. A
+// key to a table that does not exist (dropped with the checks off and not created again, or
+// never created) stays pending, as MariaDB keeps it, until a CREATE TABLE of that table
+// (applyKeysTo); the other keys of its table are added. A table that fails (rows that break a
+// key) leaves its keys and those not yet added pending.
 func applyDeferredKeys(ctx context.Context, conn *sql.Conn, inTx bool) error {
 	pending, err := pendingKeys(ctx, conn)
 	if err != nil || len(pending) == 0 {
@@ -210,13 +214,28 @@ func applyDeferredKeys(ctx context.Context, conn *sql.Conn, inTx bool) error {
 	}
 	byTable := map[string][]tableKey{}
 	var order []string
+	var waiting []tableKey // keys to a missing table, with their table in name
 	for _, p := range pending {
+		if own, err := tableExists(ctx, conn, p[0]); err != nil {
+			return err
+		} else if !own {
+			continue // the key's table was dropped since
+		}
+		exists, err := tableExists(ctx, conn, p[1])
+		if err != nil {
+			return err
+		}
+		if !exists {
+			waiting = append(waiting, tableKey{name: p[0], ref: p[1], clause: p[2]})
+			continue
+		}
 		t := strings.ToLower(p[0])
 		if _, seen := byTable[t]; !seen {
 			order = append(order, p[0])
 		}
 		byTable[t] = append(byTable[t], tableKey{ref: p[1], clause: p[2]})
 	}
+	var failed error
 	for len(order) > 0 {
 		next := slices.IndexFunc(order, func(t string) bool {
 			return !slices.ContainsFunc(byTable[strings.ToLower(t)], func(k tableKey) bool {
@@ -227,43 +246,100 @@ func applyDeferredKeys(ctx context.Context, conn *sql.Conn, inTx bool) error {
 			next = 0 // keys in a cycle: DuckDB refuses the second table's
 		}
 		t := order[next]
-		if err := recreateWithKeys(ctx, conn, t, byTable[strings.ToLower(t)], inTx); err != nil {
-			return err
+		if failed = recreateWithKeys(ctx, conn, t, byTable[strings.ToLower(t)], inTx); failed != nil {
+			break
 		}
 		order = slices.Delete(order, next, next+1)
 	}
-	_, err = conn.ExecContext(ctx, "RESET VARIABLE qf_fk_pending")
-	return wrapErr(err)
-}
-
-// recreateWithKeys creates table again with keys, its rows and indexes kept; a table dropped
-// since is left.
-func recreateWithKeys(ctx context.Context, conn *sql.Conn, table string, keys []tableKey, inTx bool) error {
-	var name, ddl string
-	err := conn.QueryRowContext(ctx, `SELECT table_name, sql FROM duckdb_tables() WHERE database_name = current_database()
-		AND schema_name = current_schema() AND lower(table_name) = lower(?)`, table).Scan(&name, &ddl)
-	if err == sql.ErrNoRows {
-		return nil
-	} else if err != nil {
+	if _, err := conn.ExecContext(ctx, "RESET VARIABLE qf_fk_pending"); err != nil {
 		return wrapErr(err)
 	}
-	for _, k := range keys {
-		exists, err := tableExists(ctx, conn, k.ref)
-		if err != nil {
+	for _, t := range order {
+		if err := noteDeferred(ctx, conn, t, byTable[strings.ToLower(t)]); err != nil {
 			return err
 		}
-		if !exists {
-			return &query.Error{Code: sqlstate.FeatureNotSupported, Message: "Cannot add foreign key of table '" + name +
-				"': table '" + k.ref + "' does not exist (DuckDB keeps no foreign key to a missing table)"}
+	}
+	for _, k := range waiting {
+		if err := noteDeferred(ctx, conn, k.name, []tableKey{k}); err != nil {
+			return err
 		}
 	}
-	indexes, err := tableIndexes(ctx, conn, "", name)
-	if err != nil {
+	return failed
+}
+
+// applyKeysTo adds the pending keys once table, which some of them reference, is created with
+// the session's checks on (a CREATE TABLE after SET FOREIGN_KEY_CHECKS=1 of a table dropped
+// with them off).
+func applyKeysTo(ctx context.Context, conn *sql.Conn, table string, inTx bool) error {
+	pending, err := pendingKeys(ctx, conn)
+	if err != nil || !slices.ContainsFunc(pending, func(p [3]string) bool { return strings.EqualFold(p[1], table) }) ||
+		foreignKeyChecksOff(ctx, conn) {
 		return err
 	}
-	ref, rows := quoteIdent(name), quoteIdent("qf_fk_rows_"+strings.ToLower(name))
-	ddl = strings.TrimSuffix(strings.TrimSpace(ddl), ";")
-	stmts := []string{"CREATE TEMP TABLE " + rows + " AS SELECT * FROM " + ref, "DROP TABLE " + ref, withKeys(ddl, keys),
-		"INSERT INTO " + ref + " SELECT * FROM " + rows, "DROP TABLE " + rows}
-	return runAll(ctx, conn, append(stmts, indexes...), inTx)
+	for _, p := range pending {
+		if own, err := tableExists(ctx, conn, p[0]); err != nil || !own {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if broken, err := keyBroken(ctx, conn, p[0], p[2]); err != nil || broken {
+			return err // rows reference rows not there (yet): the keys stay pending
+		}
+	}
+	return applyDeferredKeys(ctx, conn, inTx)
+}
+
+// keyBroken reports whether a row of table breaks the key clause (DuckDB's FOREIGN KEY (cols)
+// REFERENCES t (cols)): its columns all set and no row of t has them. A clause not read so is
+// not broken.
+func keyBroken(ctx context.Context, conn *sql.Conn, table, clause string) (bool, error) {
+	toks := sqltok.SignificantTokens(clause, sqltok.Postgres)
+	at := slices.IndexFunc(toks, func(t sqltok.Token) bool { return t.IsWord("references") })
+	if at < 0 || at+1 >= len(toks) {
+		return false, nil
+	}
+	ref := at + 1
+	if ref+2 < len(toks) && toks[ref+1].Text == "." {
+		ref += 2
+	}
+	cols, refCols := keyColumns(toks[:at]), keyColumns(toks[ref+1:])
+	if len(cols) == 0 || len(cols) != len(refCols) {
+		return false, nil
+	}
+	var set, match []string
+	for i := range cols {
+		set = append(set, "c."+quoteIdent(cols[i])+" IS NOT NULL")
+		match = append(match, "r."+quoteIdent(refCols[i])+" = c."+quoteIdent(cols[i]))
+	}
+	var n int
+	err := conn.QueryRowContext(ctx, "SELECT count(*) FROM "+quoteIdent(table)+" c WHERE "+strings.Join(set, " AND ")+
+		" AND NOT EXISTS (SELECT 1 FROM "+quoteIdent(pgIdent(toks[ref]))+" r WHERE "+strings.Join(match, " AND ")+")").Scan(&n)
+	return n > 0, wrapErr(err)
+}
+
+// recreateWithKeys creates table again with keys, its rows and indexes kept (and the tables
+// whose keys reference it, which DuckDB would not let it be dropped under); a table dropped
+// since is left.
+func recreateWithKeys(ctx context.Context, conn *sql.Conn, table string, keys []tableKey, inTx bool) error {
+	exists, err := tableExists(ctx, conn, table)
+	if err != nil || !exists {
+		return err
+	}
+	family, _, err := tableFamily(ctx, conn, "", table)
+	if err != nil || len(family) == 0 {
+		return err
+	}
+	stmts := rebuildFamily(family, func(t familyTable) string {
+		ddl := strings.TrimSuffix(strings.TrimSpace(t.ddl), ";")
+		if strings.EqualFold(t.name, table) {
+			return withKeys(ddl, keys)
+		}
+		return ddl
+	}, func(_ familyTable, s string) string { return s }, func(t familyTable) string { return t.name })
+	if err := runAll(ctx, conn, stmts, inTx); err != nil {
+		return &query.Error{Code: sqlstate.ForeignKeyViolation, Message: "Cannot add the foreign keys of table '" + table +
+			"' back (FOREIGN_KEY_CHECKS stays 0, the keys pending): " + err.Error()}
+	}
+	return nil
 }

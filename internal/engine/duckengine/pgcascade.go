@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -19,16 +20,18 @@ import (
 // DELETE's WHERE reaches deleted, or their columns set NULL / to their default. In a client's
 // transaction the actions run from the start (pgrefintx.go); a statement that reached DuckDB's
 // refusal there (its transaction failed with it) tells the client (0A000) which key's action
-// DuckDB does not perform, not a foreign key violation PostgreSQL would not have raised. One
-// level only: an action whose own rows are referenced by another key's action is refused the
-// same way.
+// DuckDB does not perform, not a foreign key violation PostgreSQL would not have raised. The
+// actions chain: the rows a CASCADE deletes have the actions of the keys referencing them
+// performed in turn (A <- B <- C, to maxActionDepth levels), deepest first, each on the rows
+// its parent's step is about to delete.
 
 // refDelete is DELETE FROM [ONLY] t [[AS] a] [WHERE cond] of a PostgreSQL client, as DuckDB runs
 // it (p.sqlText), without USING or RETURNING.
 type refDelete struct {
 	schema, table string
-	alias         string // the name the WHERE knows the table by
-	where         string // cond, or "" for none
+	alias         string      // the name the WHERE knows the table by
+	where         string      // cond, or "" for none
+	reached       []refAction // after cascade: every action it performed, at any level
 }
 
 // pgRefDelete reads such a DELETE; nil for any other statement.
@@ -161,15 +164,80 @@ func (d *refDelete) chosen(keys []string) step {
 		" FROM " + qualified(d.schema, d.table) + alias + where, true}
 }
 
-// reach is the condition, over the referencing table named qf_ref, of the rows the DELETE's
+// reach is the condition, over the referencing table named alias, of the rows the DELETE's
 // rows (deleteRows, keys its columns) are referenced by.
-func (d *refDelete) reach(a refAction, keys []string) string {
+func (d *refDelete) reach(a refAction, keys []string, alias string) string {
 	var on []string
 	for i, c := range a.columns {
 		k := slices.IndexFunc(keys, func(k string) bool { return strings.EqualFold(k, a.refs[i]) })
-		on = append(on, fmt.Sprintf("qf_del.qf_k%d = qf_ref.%s", k, quoteIdent(c)))
+		on = append(on, fmt.Sprintf("qf_del.qf_k%d = %s.%s", k, alias, quoteIdent(c)))
 	}
 	return "EXISTS (SELECT 1 FROM " + deleteRows + " AS qf_del WHERE " + strings.Join(on, " AND ") + ")"
+}
+
+// maxActionDepth is how many levels of actions a DELETE's chain performs (PostgreSQL's has no
+// bound; a deeper one is refused, 0A000).
+const maxActionDepth = 8
+
+// actionNode is a key's action a DELETE performs: set, a SET NULL / DEFAULT action's SET
+// list; next, when it is a CASCADE, the actions of the keys referencing the rows it deletes.
+type actionNode struct {
+	a    refAction
+	set  string
+	next []actionNode
+}
+
+// actionTree reads acts' chain: for each CASCADE, the actions of the keys referencing its
+// table, in turn. path is the tables above (a key back to one of them, or a chain deeper than
+// maxActionDepth, is refused).
+func (d *refDelete) actionTree(ctx context.Context, conn *sql.Conn, acts []refAction, path []string) ([]actionNode, error) {
+	var nodes []actionNode
+	for _, a := range acts {
+		key := strings.ToLower(cmp.Or(a.schema, "main") + "." + a.table)
+		if slices.Contains(path, key) {
+			return nil, d.notPerformed(a, "; its rows are referenced by a key of a table above it")
+		}
+		if len(path) >= maxActionDepth {
+			return nil, d.notPerformed(a, fmt.Sprintf("; the actions chain deeper than %d tables", maxActionDepth))
+		}
+		n := actionNode{a: a}
+		var err error
+		if a.action != 'c' {
+			n.set, err = actionSet(ctx, conn, a)
+		} else if next, err2 := referencingActions(ctx, conn, a.schema, a.table, "on_delete"); err2 != nil {
+			err = err2
+		} else {
+			n.next, err = d.actionTree(ctx, conn, next, append(slices.Clip(path), key))
+		}
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
+		d.reached = append(d.reached, a)
+	}
+	return nodes, nil
+}
+
+// actionSteps are n's steps on the copies (copyOf), the rows it acts on those cond (over an
+// alias) reaches: a CASCADE's children's first, on the rows of its table it is about to
+// delete, then its own.
+func actionSteps(n actionNode, cond func(alias string) string, copyOf func(schema, table string) string, depth int) []step {
+	var steps []step
+	if n.a.action == 'c' {
+		parent := fmt.Sprintf("qf_p%d", depth)
+		for _, c := range n.next {
+			child := func(alias string) string {
+				on := []string{cond(parent)}
+				for i, col := range c.a.columns {
+					on = append(on, parent+"."+quoteIdent(c.a.refs[i])+" = "+alias+"."+quoteIdent(col))
+				}
+				return "EXISTS (SELECT 1 FROM " + copyOf(n.a.schema, n.a.table) + " AS " + parent + " WHERE " + strings.Join(on, " AND ") + ")"
+			}
+			steps = append(steps, actionSteps(c, child, copyOf, depth+1)...)
+		}
+		return append(steps, step{"DELETE FROM " + copyOf(n.a.schema, n.a.table) + " AS qf_ref WHERE " + cond("qf_ref"), false})
+	}
+	return append(steps, step{"UPDATE " + copyOf(n.a.schema, n.a.table) + " AS qf_ref SET " + n.set + " WHERE " + cond("qf_ref"), false})
 }
 
 // deleteChosen is the DELETE of the rows in deleteRows, without parameters.
@@ -184,45 +252,36 @@ func (d *refDelete) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 	if err != nil || len(acts) == 0 {
 		return nil, first
 	}
-	var sets []string
 	for _, a := range acts {
 		if strings.EqualFold(a.table, d.table) {
 			return nil, d.notPerformed(a, "")
 		}
-		set := ""
-		if a.action != 'c' {
-			if set, err = actionSet(ctx, conn, a); err != nil {
-				return nil, err
-			}
-		}
-		sets = append(sets, set)
 	}
-	rows, err := d.aside(ctx, conn, inTx, args, acts, sets, instead)
-	if err == errOrphans { // a key without an action references a deleted row: PostgreSQL's refusal
+	d.reached = nil
+	tree, err := d.actionTree(ctx, conn, acts, []string{strings.ToLower(cmp.Or(d.schema, "main") + "." + d.table)})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := d.aside(ctx, conn, inTx, args, acts, tree, instead)
+	if err == errOrphans || err != nil && isForeignKeyViolation(err) {
+		// a key without an action references a deleted row (at any level): PostgreSQL's refusal
 		return nil, first
-	} else if err != nil && isForeignKeyViolation(err) { // a key with an action a row the action reaches (one level only)
-		return nil, d.referencedInTurn(ctx, conn, acts, first)
 	}
 	return rows, err
 }
 
-// aside performs acts (sets: each SET NULL / DEFAULT action's SET list) and the DELETE of the
-// rows its WHERE reaches (instead runs it, without parameters) with the referencing tables
-// hidden or created again, in one transaction (the client's when inTx): errOrphans when a
-// row is left referencing none.
-func (d *refDelete) aside(ctx context.Context, conn *sql.Conn, inTx bool, args []any, acts []refAction, sets []string,
+// aside performs acts' chain (tree) and the DELETE of the rows its WHERE reaches (instead runs
+// it, without parameters) with the referencing tables hidden or created again, in one
+// transaction (the client's when inTx): errOrphans when a row is left referencing none.
+func (d *refDelete) aside(ctx context.Context, conn *sql.Conn, inTx bool, args []any, acts []refAction, tree []actionNode,
 	instead func(sqlText string) (query.Rows, error)) (query.Rows, error) {
 	keys := referencedColumns(acts)
 	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+deleteRows) //nolint:errcheck // gone with a rollback
 	before := []step{d.chosen(keys)}
 	return withReferencingAside(ctx, conn, inTx, d.schema, d.table, args, before, func(copyOf func(schema, table string) string) []step {
 		var steps []step
-		for i, a := range acts {
-			if a.action == 'c' {
-				steps = append(steps, step{"DELETE FROM " + copyOf(a.schema, a.table) + " AS qf_ref WHERE " + d.reach(a, keys), false})
-			} else {
-				steps = append(steps, step{"UPDATE " + copyOf(a.schema, a.table) + " AS qf_ref SET " + sets[i] + " WHERE " + d.reach(a, keys), false})
-			}
+		for _, n := range tree {
+			steps = append(steps, actionSteps(n, func(alias string) string { return d.reach(n.a, keys, alias) }, copyOf, 0)...)
 		}
 		return steps
 	}, false, func() (query.Rows, error) { return instead(d.deleteChosen()) })
@@ -236,28 +295,12 @@ func runInstead(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepar
 	return run(ctx, conn, &plain, &prepared{sqlText: sqlText, kind: p.kind}, func() {})
 }
 
-// referencedInTurn is the error of a DELETE whose actions reach rows that are referenced in
-// turn: PostgreSQL's own (first, 23503) when no key referencing them has an action (NO ACTION
-// or RESTRICT refuses the cascade there too), else the action DuckDB does not perform.
-func (d *refDelete) referencedInTurn(ctx context.Context, conn *sql.Conn, acts []refAction, first error) error {
-	for _, a := range acts {
-		next, err := (&refDelete{schema: a.schema, table: a.table}).actions(ctx, conn)
-		if err != nil {
-			return err
-		}
-		if len(next) > 0 {
-			return d.notPerformed(a, "; the rows it reaches are referenced in turn")
-		}
-	}
-	return first
-}
-
 // notPerformed is the error of a DELETE whose key's action DuckDB cannot perform here.
 func (d *refDelete) notPerformed(a refAction, why string) error {
 	what := map[byte]string{'c': "CASCADE", 'n': "SET NULL", 'd': "SET DEFAULT"}[a.action]
 	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(`delete on table "%s" needs ON DELETE %s of foreign key "%s" on table "%s", `+
-		"which DuckDB does not perform here%s: it performs it only outside a transaction, for a DELETE of one table "+
-		"(no USING, no RETURNING), one level deep", d.table, what, a.name, a.table, why)}
+		"which DuckDB does not perform here%s: it performs it for a DELETE of one table (no USING, no RETURNING)",
+		d.table, what, a.name, a.table, why)}
 }
 
 // inTransaction is the error of such a DELETE in a client's transaction, read on another

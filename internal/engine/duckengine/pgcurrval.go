@@ -36,9 +36,6 @@ type currvalNotes struct {
 	mu    sync.Mutex
 	notes map[string]currvalNote
 	n     atomic.Int32 // len(notes), read without the lock on every statement
-	// taking is held while an INSERT of a PostgreSQL client's takes its table's defaults'
-	// values, from one read of their sequences to the next (pgsessionseq.go).
-	taking sync.Mutex
 }
 
 func (c *currvalNotes) note(n currvalNote) {

@@ -39,7 +39,7 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 	if q.CopyIn != nil {
 		if cf, ok, err := pgcopy.Parse(q); ok && cf.In {
 			return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
-				return loadCopy(ctx, conn, cf, q.CopyIn, inTx)
+				return loadCopy(ctx, conn, cf, q.CopyIn, q.Sequences, inTx)
 			}, true, err
 		}
 	}

@@ -523,11 +523,13 @@ func formatTypeSQL() string {
 		scalar(elem) + ` || '[]' ELSE ` + scalar("type_oid") + ` END`
 }
 
-// declaredColumnsView is every column with its PostgreSQL type: the declared one while DuckDB's
+// declaredColumnsView is every column with its PostgreSQL type and identity kind (pg_identity:
+// 'a' GENERATED ALWAYS, 'd' BY DEFAULT, NULL none): the declared one while DuckDB's
 // type is still the one it had then, else the one its values are sent as (qf_type_oid).
 const declaredColumnsView = `CREATE VIEW {c}.main.qf_pg_columns AS SELECT c.*,
 	coalesce(d.type_oid, {c}.main.qf_type_oid(c.data_type)) AS pg_type_oid,
-	coalesce(d.typmod, CASE WHEN c.data_type LIKE 'DECIMAL(%' THEN ((c.numeric_precision << 16) | c.numeric_scale) + 4 ELSE -1 END)::INTEGER AS pg_typmod
+	coalesce(d.typmod, CASE WHEN c.data_type LIKE 'DECIMAL(%' THEN ((c.numeric_precision << 16) | c.numeric_scale) + 4 ELSE -1 END)::INTEGER AS pg_typmod,
+	CASE WHEN c.column_default LIKE 'nextval(%' THEN d.identity END AS pg_identity
 	FROM duckdb_columns() c LEFT JOIN {declared}.columns d ON c.database_name = current_database() AND d.schema_name = c.schema_name
 	AND d.table_name = c.table_name AND d.column_name = c.column_name AND d.duck_type = c.data_type`
 
@@ -557,11 +559,19 @@ const declaredActionSQL = `CREATE MACRO {c}.main.qf_constraint_action(in_db, in_
 	AND d.table_name = lower(in_table) AND d.kind = 'f' AND d.columns = list_transform(in_cols, x -> lower(x))), 'a')`
 
 // declaredInfoSchemaColumns is a PostgreSQL client's information_schema.columns: each column's
-// type described from its PostgreSQL type (qf_pg_columns) as PostgreSQL describes it, and a
-// serial column's default as PostgreSQL writes it (nextval('t_id_seq'::regclass)).
+// type described from its PostgreSQL type (qf_pg_columns) as PostgreSQL describes it, a
+// serial column's default as PostgreSQL writes it (nextval('t_id_seq'::regclass)), and an
+// identity column as PostgreSQL's (no default; is_identity, identity_generation and its
+// sequence's start, increment, bounds and cycle).
 const declaredInfoSchemaColumns = `CREATE OR REPLACE VIEW {c}.pginfoschema.columns AS SELECT i.* REPLACE (
 	{c}.main.qf_pg_schema(i.table_schema) AS table_schema,
-	regexp_replace(i.column_default, '^nextval\(''([^'']*)''\)$', 'nextval(''\1''::regclass)') AS column_default,
+	CASE WHEN c.pg_identity IS NULL THEN regexp_replace(i.column_default, '^nextval\(''([^'']*)''\)$', 'nextval(''\1''::regclass)') END AS column_default,
+	CASE WHEN c.pg_identity IS NULL THEN 'NO' ELSE 'YES' END AS is_identity,
+	CASE c.pg_identity WHEN 'a' THEN 'ALWAYS' WHEN 'd' THEN 'BY DEFAULT' END AS identity_generation,
+	CAST(s.start_value AS VARCHAR) AS identity_start, CAST(s.increment_by AS VARCHAR) AS identity_increment,
+	CAST(CASE WHEN s.max_value = 9223372036854775807 AND c.pg_type_oid = 23 THEN 2147483647
+		WHEN s.max_value = 9223372036854775807 AND c.pg_type_oid = 21 THEN 32767 ELSE s.max_value END AS VARCHAR) AS identity_maximum,
+	CAST(s.min_value AS VARCHAR) AS identity_minimum, CASE WHEN s.cycle THEN 'YES' ELSE 'NO' END AS identity_cycle,
 	CASE WHEN t.typcategory = 'A' THEN 'ARRAY' WHEN t.oid IS NULL THEN 'USER-DEFINED' ELSE t.qf_formatted END AS data_type,
 	CASE WHEN c.pg_type_oid IN (1042, 1043) AND c.pg_typmod > 4 THEN c.pg_typmod - 4 END::INTEGER AS character_maximum_length,
 	CASE WHEN c.pg_type_oid IN (1042, 1043) AND c.pg_typmod > 4 THEN (c.pg_typmod - 4) * 4
@@ -577,7 +587,10 @@ const declaredInfoSchemaColumns = `CREATE OR REPLACE VIEW {c}.pginfoschema.colum
 	FROM {c}.infoschema.columns i
 	LEFT JOIN {c}.main.qf_pg_columns c ON c.database_name = i.table_catalog AND c.schema_name = i.table_schema
 		AND c.table_name = i.table_name AND c.column_name = i.column_name
-	LEFT JOIN {c}.main.qf_pg_type t ON t.oid = c.pg_type_oid`
+	LEFT JOIN {c}.main.qf_pg_type t ON t.oid = c.pg_type_oid
+	LEFT JOIN (SELECT q.table_oid, q.column_index, d.* FROM {c}.main.qf_column_sequences q
+		JOIN duckdb_sequences() d ON d.sequence_oid = q.sequence_oid WHERE q.identity IS NOT NULL) s
+		ON s.table_oid = c.table_oid AND s.column_index = c.column_index`
 
 // castRegText rewrites a parenthesized text expression cast to regclass or regtype, w.i at the
 // cast's type, the way TypeORM reads its tables back: ('"' || schema || '"."' || name ||

@@ -415,31 +415,20 @@ func (w keyWrite) updateProbe(ctx context.Context, s *session, schema string, ke
 		return true, nil
 	}
 	set := map[string]sqltok.Token{} // a key column and the one token it is set to
-	depth := 0
-	for i := w.after + 1; i < len(w.toks); i++ {
-		t := w.toks[i]
-		switch {
-		case t.Text == "(":
-			depth++
-		case t.Text == ")":
-			depth--
-		case depth == 0 && (isWord(t, "where") || isWord(t, "from") || isWord(t, "returning")):
-			i = len(w.toks)
-		case depth == 0 && (i == w.after+1 || w.toks[i-1].Text == ",") && i+1 < len(w.toks) && w.toks[i+1].Text == "=":
-			col := strings.ToLower(pgIdent(t))
-			if !slices.ContainsFunc(keys, func(k deferredKey) bool {
-				return slices.ContainsFunc(k.cols, func(c string) bool { return strings.EqualFold(c, col) })
-			}) {
-				continue
-			}
-			if i+3 < len(w.toks) && w.toks[i+3].Text != "," && !isWord(w.toks[i+3], "where") && !isWord(w.toks[i+3], "returning") {
-				return true, nil // an expression
-			}
-			if i+2 >= len(w.toks) {
-				return true, nil
-			}
-			set[col] = w.toks[i+2]
+	for _, i := range setTargets(w.toks, w.after) {
+		col := strings.ToLower(pgIdent(w.toks[i]))
+		if !slices.ContainsFunc(keys, func(k deferredKey) bool {
+			return slices.ContainsFunc(k.cols, func(c string) bool { return strings.EqualFold(c, col) })
+		}) {
+			continue
 		}
+		if i+3 < len(w.toks) && w.toks[i+3].Text != "," && !isWord(w.toks[i+3], "where") && !isWord(w.toks[i+3], "returning") {
+			return true, nil // an expression
+		}
+		if i+2 >= len(w.toks) {
+			return true, nil
+		}
+		set[col] = w.toks[i+2]
 	}
 	for _, k := range keys {
 		if found, err := k.references(ctx, s, schema, set, args); err != nil || !found {

@@ -363,24 +363,37 @@ func identityUpdate(w keyWrite, cols []identityColumn) error {
 	if i >= len(w.toks) || !isWord(w.toks[i], "set") {
 		return nil
 	}
+	for _, at := range setTargets(w.toks, i) {
+		if at+2 >= len(w.toks) {
+			break
+		}
+		if c := columnNamed(cols, pgIdent(w.toks[at])); c != nil && c.identity == 'a' && !isWord(w.toks[at+2], "default") {
+			return identityRefused(c.name, "column") // PostgreSQL: column "id" can only be updated to DEFAULT
+		}
+	}
+	return nil
+}
+
+// setTargets are the indexes in toks (significant tokens) of the columns an UPDATE's SET list
+// assigns (each the first token of an item, followed by "="), its SET at toks[set], up to its
+// WHERE, FROM or RETURNING.
+func setTargets(toks []sqltok.Token, set int) []int {
+	var at []int
 	depth := 0
-	for i++; i < len(w.toks); i++ {
-		t := w.toks[i]
+	for i := set + 1; i < len(toks); i++ {
+		t := toks[i]
 		switch {
 		case t.Text == "(":
 			depth++
 		case t.Text == ")":
 			depth--
 		case depth == 0 && (isWord(t, "where") || isWord(t, "from") || isWord(t, "returning")):
-			return nil
-		case depth == 0 && i+2 < len(w.toks) && w.toks[i+1].Text == "=" && (t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent) &&
-			(i == 0 || w.toks[i-1].Text != "."):
-			if c := columnNamed(cols, pgIdent(t)); c != nil && c.identity == 'a' && !isWord(w.toks[i+2], "default") {
-				return identityRefused(c.name, "column") // PostgreSQL: column "id" can only be updated to DEFAULT
-			}
+			return at
+		case depth == 0 && (i == set+1 || toks[i-1].Text == ",") && i+1 < len(toks) && toks[i+1].Text == "=":
+			at = append(at, i)
 		}
 	}
-	return nil
+	return at
 }
 
 // columnNamed is the column of cols named name (as PostgreSQL compares names), or nil.

@@ -65,7 +65,7 @@ func (e *Engine) actionsInTransaction(ctx context.Context, conn *sql.Conn, clien
 		rows, err := d.cascade(ctx, conn, true, args, refused, instead)
 		if err == nil && d.schema == "" {
 			note(d.table)
-			for _, a := range acts {
+			for _, a := range d.reached {
 				note(a.table)
 			}
 		}

@@ -24,9 +24,11 @@ import (
 // engine notes in it every value nextval gives the client's statements:
 //   - an explicit nextval('s') of the client's is run as qf_seq_took(session, 's', nextval('s')),
 //     a Go function that notes the value as DuckDB computes it (a streamed SELECT included);
-//   - a column's DEFAULT nextval (a serial or identity column an INSERT leaves out) is read off
-//     the table's sequences before and after the INSERT, with the engine's sequence lock held,
-//     so that no other client's INSERT takes a value between the two reads.
+//   - a column's DEFAULT nextval (a serial or identity column an INSERT or a COPY FROM leaves
+//     out) is read off the table's sequences before and after the INSERT, with defaultsTaking
+//     held, so that no other client's INSERT takes a value between the two reads (an INSERT
+//     ... RETURNING's result is whole when DuckDB answers: the lock is not held while its
+//     client reads it).
 // currval('s') and lastval() of the client's are then the session's values, written into the
 // statement as constants (or PostgreSQL's 55000 when the session has none); a currval of a
 // sequence the same statement takes a value of is left to DuckDB, which answers in the row the
@@ -39,7 +41,16 @@ const (
 	seqTookFunction    = macroPrefix + "nextval__took"    // (session, sequence, value): value, noted as the session's
 	seqCurrvalFunction = macroPrefix + "currval__session" // (session, sequence, name): the session's currval, or 55000
 	seqLastvalFunction = macroPrefix + "lastval__session" // (session): the session's lastval, or 55000
+	// currval($1), nextval($1): the sequence's name is the parameter's text, read when it runs
+	seqCurrvalNamedFunction = macroPrefix + "currval__named" // (session, name, exists): the session's currval, or 55000 (42P01: not exists)
+	seqTookNamedFunction    = macroPrefix + "nextval__named" // (session, name, value): value, noted as the session's
+	seqKeyFunction          = macroPrefix + "sequence__key"  // (name): "schema.name" (sequenceKey)
 )
+
+// defaultsTaking is held while an INSERT (or COPY FROM) of a PostgreSQL client's takes its
+// table's defaults' values, from one read of their sequences to the next. One for the process:
+// an INSERT of another engine's waits only as long as one INSERT runs.
+var defaultsTaking sync.Mutex
 
 // seqSessions are the sessions a statement may name to these functions, by ID. A client's
 // connection owns its SessionSequences: once it is gone, so is the entry (weakly held, swept as
@@ -109,6 +120,35 @@ func init() {
 			}
 			return nil, notYetDefined("lastval is not yet defined in this session")
 		}}
+	scalars[seqCurrvalNamedFunction] = scalar{in: []duckdb.Type{big, text, duckdb.TYPE_BOOLEAN}, out: big, volatile: true,
+		f: func(a []driver.Value) (any, error) {
+			key, name := sequenceKey(a[1].(string))
+			if v, ok := seqSession(a[0].(int64)).Currval(key); ok {
+				return v, nil
+			}
+			if !a[2].(bool) {
+				return nil, errors.New(raisedPrefix + sqlstate.UndefinedTable + ` relation "` + a[1].(string) + `" does not exist`)
+			}
+			return nil, notYetDefined(`currval of sequence "` + name + `" is not yet defined in this session`)
+		}}
+	scalars[seqKeyFunction] = scalar{in: []duckdb.Type{text}, out: text,
+		f: func(a []driver.Value) (any, error) {
+			key, _ := sequenceKey(a[0].(string))
+			return key, nil
+		}}
+	scalars[seqTookNamedFunction] = scalar{in: []duckdb.Type{big, text, big}, out: big, volatile: true,
+		f: func(a []driver.Value) (any, error) {
+			key, _ := sequenceKey(a[1].(string))
+			seqSession(a[0].(int64)).Took(key, a[2].(int64))
+			return a[2], nil
+		}}
+}
+
+// sequenceKey is a session's key of the sequence a regclass's text names ("schema.name",
+// DuckDB's schema; main when unqualified), and its name.
+func sequenceKey(regclass string) (key, name string) {
+	schema, name := regclassName(regclass)
+	return cmp.Or(schema, "main") + "." + name, name
 }
 
 // sequenceCalls is a PostgreSQL client's statement with its nextval('s'), currval('s') and
@@ -143,13 +183,22 @@ func sequenceCalls(client *query.Request) (*query.Request, error) {
 			}
 		}
 		if key, ref, end, ok := sequenceCall(toks, i, "nextval"); ok {
-			b.WriteString(seqTookFunction + "(" + session() + ", " + quoteString(key) + ", nextval(" + ref + "))")
+			if key == "" { // a parameter
+				b.WriteString(seqTookNamedFunction + "(" + session() + ", " + ref + ", nextval(" + ref + "))")
+			} else {
+				b.WriteString(seqTookFunction + "(" + session() + ", " + quoteString(key) + ", nextval(" + ref + "))")
+			}
 			i = end
 			continue
 		}
-		if key, _, end, ok := sequenceCall(toks, i, "currval"); ok {
-			_, name, _ := strings.Cut(key, ".")
-			b.WriteString(seqCurrvalFunction + "(" + session() + ", " + quoteString(key) + ", " + quoteString(name) + ")")
+		if key, ref, end, ok := sequenceCall(toks, i, "currval"); ok {
+			if key == "" {
+				b.WriteString(seqCurrvalNamedFunction + "(" + session() + ", " + ref + ", EXISTS (SELECT 1 FROM duckdb_sequences() WHERE database_name = current_database()" +
+					" AND schema_name || '.' || sequence_name = " + seqKeyFunction + "(" + ref + ")))")
+			} else {
+				_, name, _ := strings.Cut(key, ".")
+				b.WriteString(seqCurrvalFunction + "(" + session() + ", " + quoteString(key) + ", " + quoteString(name) + ")")
+			}
 			i = end
 			continue
 		}
@@ -174,7 +223,8 @@ func sequenceCalls(client *query.Request) (*query.Request, error) {
 
 // sequenceCall reads fn('[schema.]name' [::regclass]) at toks[i] (all tokens, blanks included):
 // the sequence's key ("schema.name", DuckDB's schema; main when unqualified), its name as
-// DuckDB's nextval takes it, and the index of the call's ")".
+// DuckDB's nextval takes it, and the index of the call's ")". fn($n [::regclass|::text]) is
+// read with no key and ref the parameter as text.
 func sequenceCall(toks []sqltok.Token, i int, fn string) (key, ref string, end int, ok bool) {
 	if !isWord(toks[i], fn) || i > 0 && toks[i-1].Text == "." && toks[i].Pos >= 0 {
 		return "", "", 0, false
@@ -184,17 +234,20 @@ func sequenceCall(toks []sqltok.Token, i int, fn string) (key, ref string, end i
 		return "", "", 0, false
 	}
 	lit := nextSignificant(toks, open+1)
-	if lit >= len(toks) || toks[lit].Kind != sqltok.String {
+	if lit >= len(toks) || toks[lit].Kind != sqltok.String && !(toks[lit].Kind == sqltok.Param && strings.HasPrefix(toks[lit].Text, "$")) {
 		return "", "", 0, false
 	}
 	end = nextSignificant(toks, lit+1)
 	if end < len(toks) && toks[end].Text == "::" {
-		if cast := nextSignificant(toks, end+1); cast < len(toks) && isWord(toks[cast], "regclass") {
+		if cast := nextSignificant(toks, end+1); cast < len(toks) && (isWord(toks[cast], "regclass") || toks[lit].Kind == sqltok.Param && isWord(toks[cast], "text")) {
 			end = nextSignificant(toks, cast+1)
 		}
 	}
 	if end >= len(toks) || toks[end].Text != ")" {
 		return "", "", 0, false
+	}
+	if toks[lit].Kind == sqltok.Param {
+		return "", "CAST(" + toks[lit].Text + " AS VARCHAR)", end, true
 	}
 	schema, name := regclassName(plainString(toks[lit].Text))
 	ref = quoteIdent(name)
@@ -217,10 +270,10 @@ type watchedSequence struct {
 }
 
 // watchDefaults starts the watch of a PostgreSQL client's INSERT (p), when its table has
-// columns whose DEFAULT is a nextval: nil for any other statement. A statement with RETURNING
-// is not watched (its client reads the values it was given; the lock would be held while it
-// reads them); its explicit nextval calls are noted all the same.
-func (e *Engine) watchDefaults(ctx context.Context, conn *sql.Conn, client *query.Request, p *prepared) *defaultsWatch {
+// columns whose DEFAULT is a nextval: nil for any other statement. Its caller finishes it once
+// DuckDB has answered (an INSERT ... RETURNING's result is whole then), before the client
+// reads what it returns.
+func watchDefaults(ctx context.Context, conn *sql.Conn, client *query.Request, p *prepared) *defaultsWatch {
 	if client.Sequences == nil || client.Protocol != query.ProtocolPostgres || p == nil || p.kind != duckdb.STATEMENT_TYPE_INSERT {
 		return nil
 	}
@@ -228,25 +281,22 @@ func (e *Engine) watchDefaults(ctx context.Context, conn *sql.Conn, client *quer
 	if !ok || !w.insert {
 		return nil
 	}
-	depth := 0
-	for _, t := range w.toks[w.after:] {
-		switch {
-		case t.Text == "(":
-			depth++
-		case t.Text == ")":
-			depth--
-		case depth == 0 && isWord(t, "returning"):
-			return nil
-		}
-	}
-	mu := &e.currvals.taking
-	mu.Lock()
-	seqs, err := defaultSequences(ctx, conn, w.schema, w.table)
-	if err != nil || len(seqs) == 0 {
-		mu.Unlock()
+	return watchTable(ctx, conn, client.Sequences, w.schema, w.table)
+}
+
+// watchTable starts the watch of an INSERT into table schema.name (schema "": the current one)
+// for session: nil when it has no DEFAULT nextval.
+func watchTable(ctx context.Context, conn *sql.Conn, session *query.SessionSequences, schema, name string) *defaultsWatch {
+	if session == nil {
 		return nil
 	}
-	return &defaultsWatch{mu: mu, session: client.Sequences, seqs: seqs}
+	defaultsTaking.Lock()
+	seqs, err := defaultSequences(ctx, conn, schema, name)
+	if err != nil || len(seqs) == 0 {
+		defaultsTaking.Unlock()
+		return nil
+	}
+	return &defaultsWatch{mu: &defaultsTaking, session: session, seqs: seqs}
 }
 
 // defaultSequences are the sequences the DEFAULTs of table schema.name take values of, with

@@ -59,12 +59,20 @@ type session struct {
 	written []string
 	// deferral is the transaction's SET CONSTRAINTS and deferred keys set aside (pgdeferred.go).
 	deferral deferral
+	// fkChecksOff: a MySQL client set FOREIGN_KEY_CHECKS=0 on the session (mysqlfkrelease.go).
+	fkChecksOff bool
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	s.holdLast(ctx)
+	if s.fkChecksOff && s.status != 'E' && writesRows(q) {
+		if err := releaseKeysFor(ctx, s.conn, q.SQL, s.status == 'T'); err != nil { // mysqlfkrelease.go
+			s.fail()
+			return nil, err
+		}
+	}
 	if call, ok, err := readAdvisory(q); ok {
 		return s.runAdvisory(ctx, call, q, err)
 	}
@@ -91,7 +99,11 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	if own, handled, err := ownStatement(client); handled {
 		s.e.noteActions(client)
-		return s.runOwn(ctx, client, own, err)
+		rows, err := s.runOwn(ctx, client, own, err)
+		if namesForeignKeyChecks(client) {
+			s.fkChecksOff = foreignKeyChecksOff(ctx, s.conn)
+		}
+		return rows, err
 	}
 	if err := s.e.found.count(ctx, client, s.Execute); err != nil {
 		return nil, err // the count's error failed the transaction
@@ -181,7 +193,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 			return rows, nil
 		}
 	}
-	taking := s.e.watchDefaults(ctx, s.conn, client, st.p)                            // pgsessionseq.go
+	taking := watchDefaults(ctx, s.conn, client, st.p)                                // pgsessionseq.go
 	rows, err := s.pgWrite(ctx, client, q, st.p, cancel, func() (query.Rows, error) { // pgrefwrites.go
 		return s.mysqlWrite(ctx, client, q, func() (query.Rows, error) { return run(ctx, s.conn, q, st.p, cancel) })
 	})

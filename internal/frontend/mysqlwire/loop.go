@@ -249,6 +249,7 @@ func (h *session) onLoop() (ok bool, err error) {
 		Watch:          lr.watch,
 		Unplugged:      lr.unplugged,
 		KeepB:          true, // the engine's loop connections come back statement after statement
+		StayB:          true, // and one stays plugged in from statement to statement (Keep)
 		Done:           func(res relayloop.Result) { lr.events <- loopEvent{done: &res} },
 		MessageTimeout: h.s.opts.Limits.MessageTimeout, // as the packet gate's
 	})

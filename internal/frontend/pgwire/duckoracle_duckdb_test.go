@@ -110,3 +110,57 @@ func sameSteps(t *testing.T, pg, duck *pgx.Conn, state func(*pgx.Conn) string, s
 		}
 	}
 }
+
+// outcome is what a client reads of a statement: the columns' names and types and the rows,
+// or its command tag, or "error " and its SQLSTATE.
+func outcome(c *pgx.Conn, sql string, args ...any) string { return readOutcome(c, true, sql, args...) }
+
+// namedOutcome is outcome without the columns' types.
+func namedOutcome(c *pgx.Conn, sql string, args ...any) string {
+	return readOutcome(c, false, sql, args...)
+}
+
+// readOutcome is outcome, the columns' types with them when typed.
+func readOutcome(c *pgx.Conn, typed bool, sql string, args ...any) string {
+	var pe *pgconn.PgError
+	rows, err := c.Query(context.Background(), sql, args...)
+	if errors.As(err, &pe) {
+		return "error " + pe.Code
+	} else if err != nil {
+		return "error " + err.Error()
+	}
+	defer rows.Close()
+	var out []string
+	for _, f := range rows.FieldDescriptions() {
+		if out = append(out, f.Name); typed {
+			out[len(out)-1] += fmt.Sprintf(":%d", f.DataTypeOID)
+		}
+	}
+	for rows.Next() {
+		v, err := rows.Values()
+		if err != nil {
+			return "error " + err.Error()
+		}
+		out = append(out, fmt.Sprint(v...))
+	}
+	if err := rows.Err(); errors.As(err, &pe) {
+		return "error " + pe.Code
+	} else if err != nil {
+		return "error " + err.Error()
+	}
+	if len(rows.FieldDescriptions()) == 0 {
+		return rows.CommandTag().String()
+	}
+	return strings.Join(out, " ")
+}
+
+// sameAnswers runs each step on both and fails t where what the client reads (read: outcome
+// or namedOutcome) differs.
+func sameAnswers(t *testing.T, pg, duck *pgx.Conn, read func(*pgx.Conn, string, ...any) string, steps ...oracleStep) {
+	t.Helper()
+	for _, s := range steps {
+		if want, got := read(pg, s.sql, s.args...), read(duck, s.sql, s.args...); want != got {
+			t.Errorf("%s %v\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, s.args, want, got)
+		}
+	}
+}

@@ -1,14 +1,9 @@
 package pgwire_test
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
@@ -20,43 +15,8 @@ import (
 // (22003), a missing one (42P01), a transaction's rollback that does not undo it.
 func TestSetvalAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "setval").URL())
-	ctx := context.Background()
-	answer := func(c *pgx.Conn, sql string, args ...any) string {
-		var pe *pgconn.PgError
-		rows, err := c.Query(ctx, sql, args...)
-		if errors.As(err, &pe) {
-			return "error " + pe.Code
-		} else if err != nil {
-			return "error " + err.Error()
-		}
-		defer rows.Close()
-		var names []string
-		for _, f := range rows.FieldDescriptions() {
-			names = append(names, f.Name)
-		}
-		out := []string{strings.Join(names, ",")}
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				return "error " + err.Error()
-			}
-			out = append(out, fmt.Sprint(v...))
-		}
-		if err := rows.Err(); errors.As(err, &pe) {
-			return "error " + pe.Code
-		} else if err != nil {
-			return "error " + err.Error()
-		}
-		if tag := rows.CommandTag().String(); len(names) == 0 {
-			return tag
-		}
-		return strings.Join(out, " ")
-	}
 	simple := pgx.QueryExecModeSimpleProtocol
-	steps := []struct {
-		sql  string
-		args []any
-	}{
+	sameAnswers(t, pg, duck, outcome, []oracleStep{
 		{"create sequence sv_q", []any{simple}},
 		{"select nextval('sv_q'), nextval('sv_q'), nextval('sv_q')", nil},
 		{"select setval('sv_q', 10)", nil},
@@ -105,13 +65,7 @@ func TestSetvalAsPostgreSQL(t *testing.T) {
 		{"rollback", nil},
 		{"select nextval('sv_q')", nil},
 		{"select id, v from sv_t order by id", nil},
-	}
-	for _, s := range steps {
-		want, got := answer(pg, s.sql, s.args...), answer(duck, s.sql, s.args...)
-		if want != got {
-			t.Errorf("%s %v\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, s.args, want, got)
-		}
-	}
+	}...)
 }
 
 // TestSetvalBackAsPostgreSQL: setval back on a sequence a serial column's default takes values
@@ -120,31 +74,6 @@ func TestSetvalAsPostgreSQL(t *testing.T) {
 // indexes kept, and the next ids are PostgreSQL's (pgx).
 func TestSetvalBackAsPostgreSQL(t *testing.T) {
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "setvalback").URL())
-	ctx := context.Background()
-	answer := func(c *pgx.Conn, sql string) string {
-		rows, err := c.Query(ctx, sql, pgx.QueryExecModeSimpleProtocol)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			return "error " + pe.Code
-		} else if err != nil {
-			return "error " + err.Error()
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				return "error " + err.Error()
-			}
-			out = append(out, fmt.Sprint(v...))
-		}
-		if err := rows.Err(); errors.As(err, &pe) {
-			return "error " + pe.Code
-		} else if err != nil {
-			return "error " + err.Error()
-		}
-		return rows.CommandTag().String() + " " + strings.Join(out, " ")
-	}
 	for _, sql := range []string{
 		"create table sb_p (id serial primary key, code varchar(8) unique)",
 		"create table sb_c (id bigserial primary key, pid int references sb_p on delete cascade, v text)",
@@ -165,9 +94,6 @@ func TestSetvalBackAsPostgreSQL(t *testing.T) {
 		"select indexname from pg_indexes where tablename like 'sb_%' order by 1",
 		"select column_name, data_type, character_maximum_length from information_schema.columns where table_name = 'sb_p' order by ordinal_position",
 	} {
-		want, got := answer(pg, sql), answer(duck, sql)
-		if want != got {
-			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
-		}
+		sameAnswers(t, pg, duck, namedOutcome, oracleStep{sql, []any{pgx.QueryExecModeSimpleProtocol}})
 	}
 }
