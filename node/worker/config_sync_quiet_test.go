@@ -249,9 +249,8 @@ func TestConfigSyncRefusesABrokenAnswer(t *testing.T) {
 			f, rec := recordedFleet(t, func(*http.Request) *http.Response { return c.answer() })
 			sync := NewConfigSync(f.worker, ConfigSyncOptions{BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 			f.start(sync)
-			f.waitFor(func() bool { return len(rec.exchanges()) >= 3 })
 			var hb workerapi.Heartbeat
-			sync.contribute(&hb)
+			f.waitFor(func() bool { sync.contribute(&hb); return hb.Config.ConsecutiveSyncFailures > 0 })
 			if hb.Config.ConsecutiveSyncFailures == 0 || hb.Config.LastSyncError == "" || !strings.Contains(hb.Config.LastSyncError, c.want) {
 				t.Fatalf("heartbeat after %d broken answers: %+v, want a failure naming %q", len(rec.exchanges()), hb.Config, c.want)
 			}
