@@ -147,7 +147,27 @@ func decodeStrict(data []byte, v any, prefix string) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return fieldError(prefix, "trailing data after the JSON object")
 	}
+	// A key in another case (encoding/json takes it), or given twice (it keeps the last).
+	fe := workerapi.ExactKeys(data, v)
+	if fe == nil {
+		fe = workerapi.CheckBody(data)
+	}
+	if fe != nil {
+		fe.Field = joinField(prefix, fe.Field)
+		return fe
+	}
 	return nil
+}
+
+// joinField is field under prefix.
+func joinField(prefix, field string) string {
+	switch {
+	case prefix == "":
+		return field
+	case field == "":
+		return prefix
+	}
+	return prefix + "." + field
 }
 
 func jsonError(err error, data []byte, prefix string) error {
