@@ -171,15 +171,7 @@ func joinField(prefix, field string) string {
 }
 
 func jsonError(err error, data []byte, prefix string) error {
-	join := func(f string) string {
-		switch {
-		case prefix == "":
-			return f
-		case f == "":
-			return prefix
-		}
-		return prefix + "." + f
-	}
+	join := func(f string) string { return joinField(prefix, f) }
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		return fieldError(join(typeErr.Field), "must be a JSON %s, not %s", typeErr.Type.Kind(), typeErr.Value)
