@@ -339,6 +339,14 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		sqlText = cachedUnder(ctx, sqlText)
 	}
 	rows, err := db.Query(ctx, sqlText, args...)
+	for tries := 0; err != nil && tries < len(q.Args) && retypesParams(q) && outsideTx(db); tries++ { // mysqlparamtypes.go
+		typed, ok := typedParam(sqlText, undeterminedParam(err), q.Args)
+		if !ok {
+			break
+		}
+		sqlText = typed
+		rows, err = db.Query(ctx, sqlText, args...)
+	}
 	if err != nil {
 		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
 		stop()
