@@ -147,6 +147,9 @@ func planWorkload(sc *scenarios.Scenario) []string {
 			out = append(out, fmt.Sprintf("workload: %s %v is not whole seconds (the binary's setting is in seconds)", what, d))
 		}
 	}
+	if wl.LeaseTable == "memory" {
+		out = append(out, "workload.leaseTable: memory: every control plane here runs on a PostgreSQL database (its lease table there, on the database's clock)")
+	}
 	engine := map[string]string{}
 	for _, c := range wl.Clusters {
 		engine[c.Name] = c.Engine

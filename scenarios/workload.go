@@ -51,9 +51,21 @@ type Workload struct {
 	// EngineFence: the control plane stops a reclaimed lease's queries on the engine before it
 	// frees the slot (default true); false frees the slot when the lease has expired.
 	EngineFence *bool `yaml:"engineFence"`
+	// LeaseTable is where the lease table lives: database (default: one table every control
+	// plane shares, on the database's clock) or memory (the only control plane's own memory, as
+	// `queryflux serve` without a database keeps it: on that process's clock, its wall steps
+	// included, through capacity.Memory.Monotonic; it survives the control plane's restarts
+	// here, which a real one's does not).
+	LeaseTable string `yaml:"leaseTable"`
 
 	replayed *replayed // the loaded Replay
 }
+
+// Workload.LeaseTable's values.
+const (
+	leaseTableDatabase = "database"
+	leaseTableMemory   = "memory"
+)
 
 // WorkloadCoordination is queryflux.coordination of every worker.
 type WorkloadCoordination struct {
@@ -218,6 +230,16 @@ func (wl *Workload) validate(sc *Scenario) error {
 		return fmt.Errorf("workload.coordination: leaseTTL and driftMargin are whole seconds")
 	case len(c.Weights) > 0 && c.Queue != config.QueueOrdered:
 		return fmt.Errorf("workload.coordination.weights: need queue: ordered")
+	}
+	switch wl.LeaseTable {
+	case "", leaseTableDatabase:
+		wl.LeaseTable = leaseTableDatabase
+	case leaseTableMemory:
+		if cps, _ := sc.Resolve("controlPlanes"); len(cps) != 1 {
+			return fmt.Errorf("workload.leaseTable: memory needs exactly one control plane, not %d", len(cps))
+		}
+	default:
+		return fmt.Errorf("workload.leaseTable %q: database or memory", wl.LeaseTable)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Weights)) {
 		if wt := c.Weights[name]; wt < 1 || wt > config.WeightMax {

@@ -265,6 +265,12 @@ func (c *checkedLeases) MarkGranted(ctx context.Context, cluster, holder string)
 // LeasesOf is the scenario's lease store.
 func LeasesOf(w *World) *checkedLeases {
 	return w.Durable("leases", func() any {
+		if wl := w.Scenario.Workload; wl != nil && wl.LeaseTable == leaseTableMemory {
+			// The control plane's own memory, on its process's clock (`queryflux serve`
+			// without a database).
+			cps, _ := w.Scenario.Resolve("controlPlanes")
+			return &checkedLeases{Memory: capacity.NewMemory().Monotonic(w.Node(cps[0]).Env()), w: w}
+		}
 		// The database's clock (the simulator's, undrifted) stamps and sweeps the whole table,
 		// whatever the control planes' clocks say, as Postgres's does.
 		return &checkedLeases{Memory: capacity.NewMemory().WithClock(w.Sim.Now), w: w}

@@ -328,7 +328,7 @@ func leaseStore(d *Daemon) assembly.LeaseStore {
 		return pgcapacity.New(d.Pool).WithMetrics(d.Metrics)
 	}
 	d.Logger.Info("no database configured: capacity leases live in memory")
-	return capacity.NewMemory()
+	return capacity.NewMemory().Monotonic(d.Env)
 }
 
 // historyStore is the fleet's query history: Postgres when configured, else memory.

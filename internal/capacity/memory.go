@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/queryflux/queryflux/node/env"
 )
 
 // Memory is the in-memory CapacityStore and SweepCoordinator: the simulator's store and the
@@ -45,6 +47,18 @@ func NewMemory() *Memory {
 func (m *Memory) WithClock(clock func() time.Time) *Memory {
 	m.clock = clock
 	return m
+}
+
+// Monotonic makes m's clock e's wall time when Monotonic is called, plus the time elapsed since
+// on e's monotonic clock: a lease's term is then a duration, which no step of the wall clock (an
+// NTP step, an operator's date) shortens or lengthens. For a control plane that keeps its leases
+// in memory (no database): with its callers' wall time, a step forward by minutes revoked and
+// fenced every live lease at the next sweep, and a step back kept a dead worker's leases for as
+// long. Expiries it reports are on that clock (they drift from the wall by the steps since).
+// Call it before use.
+func (m *Memory) Monotonic(e env.Env) *Memory {
+	base := e.Now()
+	return m.WithClock(func() time.Time { return base.Add(e.Now().Sub(base)) })
 }
 
 // now is the table's time: the store's clock if it has one, else the caller's.

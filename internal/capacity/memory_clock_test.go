@@ -2,11 +2,13 @@ package capacity_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/sim"
 )
 
 // TestMemoryWithClockIgnoresSkewedCallers: a store shared by two control planes whose clocks
@@ -116,5 +118,51 @@ func TestMemoryListsByClusterThenGeneration(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "a#1 a#2 b#1 b#2 c#1" {
 		t.Fatalf("listed %v", got)
+	}
+}
+
+// TestMemoryOnMonotonicIgnoresWallSteps: the store of a control plane without a database
+// (Memory.Monotonic, as `queryflux serve` builds it) counts lease terms on its process's
+// monotonic clock. A wall step forward by ten minutes frees no live lease at the next sweep
+// (a sweep by the callers' wall time revoked it and had it fenced), and a step back keeps no
+// dead lease past its term (it would have lived ten minutes more). Both directions, on a
+// simulated node whose wall clock steps as a real one does (sim.Node.StepWall).
+func TestMemoryOnMonotonicIgnoresWallSteps(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 1})
+	n := s.AddNode("cp", nil)
+	var failures []string
+	s.Spawn(n, "test", func() {
+		ctx, e := context.Background(), n.Env()
+		m := capacity.NewMemory().Monotonic(e)
+		sweep := func() []capacity.Lease {
+			ls, _ := m.Revoke(ctx, capacity.Selection{Expired: true}, e.Now())
+			return ls
+		}
+		live, _ := m.Acquire(ctx, "c", "w", 2, time.Minute, e.Now())
+		_ = e.Sleep(ctx, 10*time.Second)
+		if err := n.StepWall(10 * time.Minute); err != nil {
+			panic(err)
+		}
+		if ls := sweep(); len(ls) != 0 {
+			failures = append(failures, fmt.Sprintf("a wall step forward by 10m revoked live leases %v (50 s of their term left)", ls))
+		}
+		if _, err := m.Renew(ctx, live.Ref(), time.Minute, e.Now()); err != nil {
+			failures = append(failures, fmt.Sprintf("renewing a live lease after the step forward: %v", err))
+		}
+		if err := n.StepWall(-20 * time.Minute); err != nil {
+			panic(err)
+		}
+		dead, _ := m.Acquire(ctx, "c", "w", 2, time.Minute, e.Now())
+		_ = e.Sleep(ctx, 61*time.Second)
+		ls := sweep()
+		if len(ls) != 2 || ls[1].ID != dead.ID {
+			failures = append(failures, fmt.Sprintf("after a wall step back by 10m and 61 s, the sweep revoked %v; want both leases (past their terms)", ls))
+		}
+	})
+	if err := s.Run(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range failures {
+		t.Error(f)
 	}
 }

@@ -200,3 +200,10 @@ func (f *Forwarder) Vouching(bind string, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// OwnerProof is this worker's answer to a forwarded call whose proof (token) it took: a caller
+// that does not answer HTTP (Flight SQL's DoGet) sends it back in its own headers.
+func (f *Forwarder) OwnerProof(token string) string { return ownerMAC(f.opts.Secret, f.self, token) }
+
+// Vouched reports whether got is owner's proof of the secret for the proof sent (OwnerProof).
+func (f *Forwarder) Vouched(owner, sent, got string) bool { return f.vouched(owner, sent, got) }

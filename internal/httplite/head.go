@@ -116,7 +116,7 @@ func parseFields(lines string) (http.Header, framing, bool) {
 		if !crlf || !colon || !isToken(name) { // a bare CR fails this or the value's check
 			return nil, f, false
 		}
-		value = strings.Trim(value, " \t")
+		value = trimBlanks(value)
 		for i := 0; i < len(value); i++ {
 			if c := value[i]; (c < 0x20 && c != '\t') || c == 0x7f {
 				return nil, f, false
@@ -148,6 +148,18 @@ func parseFields(lines string) (http.Header, framing, bool) {
 		h[name], values = values[:1:1], values[1:]
 	}
 	return h, f, true
+}
+
+// trimBlanks is strings.Trim(s, " \t"), which makes its set of two bytes at every call (400
+// instructions of a statement's POST head).
+func trimBlanks(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // Field is h's first value of key, which must be canonical ("X-Trino-User"): h.Get(key)

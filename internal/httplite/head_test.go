@@ -29,6 +29,7 @@ func TestPlainHeadsAreParsedAsReadRequestParsesThem(t *testing.T) {
 		"GET /v1/statement/executing/20261203_140000_00001_abcdef/y0123/1 HTTP/1.1\r\nHost: h\r\nX-Trino-User: postgres\r\n\r\n",
 		"POST /v1/statement HTTP/1.1\r\nhost: h\r\nx-trino-user: a\r\nconnection: keep-alive\r\ncontent-length: 3\r\naccept: application/json, text/plain, */*\r\n\r\nabcGET /next HTTP/1.1\r\n",
 		"DELETE /v1/query/q HTTP/1.1\r\nHost: h\r\nConnection: close\r\nX-Trino-Client-Tags: a, b\r\nX-Trino-Client-Tags: c\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost:\t h \t\r\nX-Trino-User: \t\tpostgres \t \r\nX-A:\t\r\nX-B:  \r\nX-C:\ta\tb\t\r\n\r\n", // blanks around values
 	} {
 		fast, ok := parseHead(buffered(t, raw), 1<<20, &http.Request{})
 		if !ok {

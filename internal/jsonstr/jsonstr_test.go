@@ -45,3 +45,21 @@ func TestAppendStringIsEncodingJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestAppendStringFindsAnEscapeAnywhereInAPlainRun: a byte to escape (or not ASCII) at any
+// place in a run of plain ASCII is found, wherever it falls in a word of plainRun's.
+func TestAppendStringFindsAnEscapeAnywhereInAPlainRun(t *testing.T) {
+	specials := []string{`"`, `\`, "\x00", "\x1f", "\n", "\x7f", " ", "~", "<", "&", "\u2028", "é", "\xff", "\x80"}
+	rapid.Check(t, func(t *rapid.T) {
+		plain := rapid.StringMatching(`[ -!#-\[\]-~]{0,40}`).Draw(t, "plain")
+		at := rapid.IntRange(0, len(plain)).Draw(t, "at")
+		for _, special := range specials {
+			s := plain[:at] + special + plain[at:]
+			for _, escapeHTML := range []bool{false, true} {
+				if got, want := string(AppendString(nil, s, escapeHTML)), encodingJSON(t, s, escapeHTML); got != want {
+					t.Fatalf("AppendString(%q, escapeHTML %v)\n got %s\nwant %s", s, escapeHTML, got, want)
+				}
+			}
+		}
+	})
+}

@@ -60,20 +60,29 @@ func (c *Compiled) access(req *query.Request, group string) error {
 // accessTo applies the first rule matching the user, the group and catalog; named is true for a
 // catalog the statement names (a deny rule then matches it in any letter case, as a server with
 // lower_case_table_names reads it).
+//
+// The denial names the catalog (query.Error's Catalog) when the catalog decided it: a rule for
+// the user and group lists catalogs, so another catalog could have been allowed. A user no rule
+// lets query the group at all is refused without one.
 func (c *Compiled) accessTo(req *query.Request, group, catalog string, named bool) error {
 	roles := c.users[req.User].Roles
+	byCatalog := false // a rule for the user and group lists catalogs
 	for _, r := range c.rules {
+		if !matchesUser(r, req.User, roles) || !matchesList(r.Groups, group) {
+			continue
+		}
+		listsCatalogs := len(r.Catalogs) > 0 && !slices.Contains(r.Catalogs, "*")
+		byCatalog = byCatalog || listsCatalogs
 		coversAll := catalog == catalogAll && named && r.Effect == config.EffectDeny && len(r.Catalogs) > 0
-		if !matchesUser(r, req.User, roles) || !matchesList(r.Groups, group) ||
-			!coversAll && !matchesCatalogAs(r.Catalogs, catalog, named && r.Effect == config.EffectDeny) {
+		if !coversAll && !matchesCatalogAs(r.Catalogs, catalog, named && r.Effect == config.EffectDeny) {
 			continue
 		}
 		if r.Effect == config.EffectDeny {
-			return deniedCatalog(req, group, catalog)
+			return deniedCatalog(req, group, catalog, listsCatalogs)
 		}
 		return nil
 	}
-	return deniedCatalog(req, group, catalog)
+	return deniedCatalog(req, group, catalog, byCatalog)
 }
 
 // rulesListCatalogs reports whether some rule is limited to listed catalogs.
@@ -86,12 +95,17 @@ func (c *Compiled) rulesListCatalogs() bool {
 	return false
 }
 
-func deniedCatalog(req *query.Request, group, catalog string) error {
+// deniedCatalog is the denial of req; byCatalog: the catalog decided it (Catalog is set).
+func deniedCatalog(req *query.Request, group, catalog string, byCatalog bool) error {
 	msg := fmt.Sprintf("access denied: user %q may not query group %q", req.User, group)
 	if catalog != "" {
 		msg = fmt.Sprintf("access denied: user %q may not query group %q (catalog %q)", req.User, group, catalog)
 	}
-	return &query.Error{Code: query.CodeAccessDenied, Message: msg}
+	e := &query.Error{Code: query.CodeAccessDenied, Message: msg}
+	if byCatalog {
+		e.Catalog = catalog
+	}
+	return e
 }
 
 func matchesUser(r config.AccessRule, user string, roles []string) bool {

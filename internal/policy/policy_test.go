@@ -112,14 +112,16 @@ func TestAccessRules(t *testing.T) {
 	for _, tc := range []struct {
 		user, group, catalog string
 		want                 string
+		byCatalog            string // the catalog the denial names (the catalog decided it)
 	}{
-		{"bob", "prod", "", query.CodeAccessDenied},     // rule 1: role intern denied
-		{"bob", "dev", "", ""},                          // rule 3
-		{"alice", "prod", "sales", ""},                  // rule 2
-		{"alice", "prod", "hr", query.CodeAccessDenied}, // no rule: denied
-		{"alice", "prod", "", query.CodeAccessDenied},   // rule 2 names catalogs; none given
-		{"mallory", "dev", "", ""},                      // "*"
-		{"mallory", "prod", "", query.CodeAccessDenied}, // nothing matches
+		{"bob", "prod", "", query.CodeAccessDenied, ""},          // rule 1: role intern denied
+		{"bob", "dev", "", "", ""},                               // rule 3
+		{"alice", "prod", "sales", "", ""},                       // rule 2
+		{"alice", "prod", "hr", query.CodeAccessDenied, "hr"},    // no rule: denied; rule 2 would allow sales
+		{"alice", "prod", "", query.CodeAccessDenied, ""},        // rule 2 names catalogs; none given
+		{"mallory", "dev", "", "", ""},                           // "*"
+		{"mallory", "prod", "", query.CodeAccessDenied, ""},      // nothing matches
+		{"mallory", "prod", "sales", query.CodeAccessDenied, ""}, // nothing matches whatever the catalog
 	} {
 		err := c.Check(&query.Request{User: tc.user, Database: tc.catalog, SQL: "select 1"}, tc.group)
 		if code(err) != tc.want {
@@ -127,6 +129,10 @@ func TestAccessRules(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), tc.group) {
 			t.Errorf("denial does not name the group: %v", err)
+		}
+		var qe *query.Error
+		if errors.As(err, &qe) && qe.Catalog != tc.byCatalog { // a MySQL client's USE answers it 1049
+			t.Errorf("%s on %s/%s: the denial names catalog %q, want %q", tc.user, tc.group, tc.catalog, qe.Catalog, tc.byCatalog)
 		}
 	}
 	open := mustCompile(t, cfgWith(func(*config.Config) {}))

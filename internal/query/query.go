@@ -200,6 +200,10 @@ type Error struct {
 	// an engine's statement timeout) rather than a cancel by someone (an operator, the engine
 	// fence): PostgreSQL answers both 57014, the MySQL, Flight SQL and Trino forms differ.
 	TimedOut bool
+	// Catalog is, on a CodeAccessDenied, the catalog (database) the access rules refused the
+	// user, when it was a catalog they refused: a MySQL client's USE or login answers it as a
+	// database that does not exist.
+	Catalog string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }

@@ -26,15 +26,8 @@ func BenchmarkPingPong(b *testing.B) {
 		b.Run("loop/c"+strconv.Itoa(clients), func(b *testing.B) {
 			l := newLoop(b, 0)
 			pingPong(b, clients, l, func(client, server *net.TCPConn) {
-				fa, err := Detach(client)
-				if err != nil {
-					b.Fatal(err)
-				}
-				fb, err := Detach(server)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, err = l.Add(Pair{A: fa, B: fb, Framing: [2]Framer{nil, PGWatching('Z')},
+				fa, fb := detached(b, client, server)
+				_, err := l.Add(Pair{A: fa, B: fb, Framing: [2]Framer{nil, PGWatching('Z')},
 					Watch: func(Direction, []byte) Verdict { return Relay },
 					Done:  func(Result) { _ = unix.Close(fa); _ = unix.Close(fb) }})
 				if err != nil {
@@ -117,15 +110,8 @@ func pooledPingPong(b *testing.B, clients int) {
 func keptPingPong(b *testing.B, clients int, stay bool) {
 	l := newLoop(b, 0)
 	pingPong(b, clients, l, func(client, server *net.TCPConn) {
-		fa, err := Detach(client)
-		if err != nil {
-			b.Fatal(err)
-		}
-		fb, err := Detach(server)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, err = l.Add(Pair{A: fa, B: fb, KeepB: true, StayB: stay, Framing: [2]Framer{PGWatching('Q'), PGWatching('Z')},
+		fa, fb := detached(b, client, server)
+		_, err := l.Add(Pair{A: fa, B: fb, KeepB: true, StayB: stay, Framing: [2]Framer{PGWatching('Q'), PGWatching('Z')},
 			Watch: func(Direction, []byte) Verdict { return Relay },
 			Done:  func(Result) { Release(fb); _ = unix.Close(fa); _ = unix.Close(fb) }})
 		if err != nil {

@@ -42,6 +42,8 @@ type Loop struct {
 	waits  atomic.Int64 // io_uring_enter calls made only to await a cancelled request (tests)
 	// recvArms counts the receives a ring armed, pollFirsts those armed to poll first (tests).
 	recvArms, pollFirsts atomic.Int64
+	// emptyLooks counts a ring's turns that entered it without waiting and found nothing (tests).
+	emptyLooks atomic.Int64
 }
 
 // idleInterest is the epoll interest of a B kept in the set between pairs (Pair.KeepB): what a

@@ -47,6 +47,21 @@ func tcpPair(t testing.TB) (*net.TCPConn, *net.TCPConn) {
 	return a.(*net.TCPConn), r.c.(*net.TCPConn)
 }
 
+// detached takes the file descriptors of two connections' sockets (Detach), failing the test
+// when it cannot.
+func detached(t testing.TB, a, b *net.TCPConn) (int, int) {
+	t.Helper()
+	fa, err := Detach(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := Detach(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fa, fb
+}
+
 // relayed is a running pair: the test talks through client (relayed to and from server).
 type relayed struct {
 	client, server *net.TCPConn
@@ -60,14 +75,7 @@ func startPair(t testing.TB, l *Loop, framing [2]Framer, watch func(Direction, [
 	t.Helper()
 	client, a := tcpPair(t)
 	b, server := tcpPair(t)
-	fa, err := Detach(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fb, err := Detach(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fa, fb := detached(t, a, b)
 	r := &relayed{client: client, server: server, done: make(chan Result, 1)}
 	t.Cleanup(func() { client.Close(); server.Close() })
 	p := Pair{A: fa, B: fb, Framing: framing, Watch: watch, Done: func(res Result) {
@@ -78,6 +86,7 @@ func startPair(t testing.TB, l *Loop, framing [2]Framer, watch func(Direction, [
 	for _, opt := range opts {
 		opt(&p)
 	}
+	var err error
 	r.handle, err = l.Add(p)
 	if err != nil {
 		t.Fatal(err)
@@ -398,5 +407,38 @@ func TestStoppedPairsBuffersServeTheNext(t *testing.T) {
 				t.Fatalf("pair %d: %d buffers kept after it stopped, want its 2", i, l.keptBuffers())
 			}
 		}
+	}
+}
+
+// A ring's turn that has nothing to submit and no completion flagged as waiting waits at once:
+// a look first (an io_uring_enter that does not wait) would find nothing. Relaying request and
+// answer, the loop's looks find something nearly every time.
+func TestRingWaitsWithoutLookingForNothing(t *testing.T) {
+	onRing(t)
+	l := newLoop(t, 0)
+	if !l.ring.flagged {
+		t.Skip("a kernel that flags no deferred completions: every turn looks first")
+	}
+	r := startPair(t, l, [2]Framer{nil, PGWatching('Z')}, func(Direction, []byte) Verdict { return Relay })
+	q, z := pgMsg('Q', []byte("select 1\x00")), pgMsg('Z', []byte{'I'})
+	exchange := func() {
+		t.Helper()
+		if _, err := r.client.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		readN(t, r.server, len(q))
+		if _, err := r.server.Write(z); err != nil {
+			t.Fatal(err)
+		}
+		readN(t, r.client, len(z))
+	}
+	exchange()
+	before := l.emptyLooks.Load()
+	const n = 40
+	for range n {
+		exchange()
+	}
+	if empty := l.emptyLooks.Load() - before; empty > n/4 {
+		t.Fatalf("%d looks that found nothing over %d exchanges (each a wait of its own), want few", empty, n)
 	}
 }

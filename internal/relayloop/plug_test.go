@@ -491,21 +491,13 @@ func TestPluggedBsFirstReceivePollsFirst(t *testing.T) {
 	onRing(t)
 	l := newLoop(t, 0)
 	client, a := tcpPair(t)
-	t.Cleanup(func() { client.Close() })
-	fa, err := Detach(a)
-	if err != nil {
-		t.Fatal(err)
-	}
 	b, server := tcpPair(t)
-	t.Cleanup(func() { server.Close() })
-	fb, err := Detach(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	fa, fb := detached(t, a, b)
 	t.Cleanup(func() { Release(fb); _ = unix.Close(fb) })
 	h := l.NewHandle()
 	unplugged := make(chan struct{}, 1)
-	err = h.Start(Pair{A: fa, B: -1, KeepB: true,
+	err := h.Start(Pair{A: fa, B: -1, KeepB: true,
 		Framing: [2]Framer{PGWatching('Q'), PGWatching('Z')},
 		Watch: func(d Direction, msg []byte) Verdict {
 			if d == BToA {

@@ -126,6 +126,9 @@ type ringIO struct {
 	// are back.
 	starved []*pair
 	closing bool
+	// flagged: the kernel flags deferred completions (uring.Ring.TaskWork), so a turn with
+	// nothing to submit and none flagged waits at once rather than looking first.
+	flagged bool
 }
 
 // recvQ is what a socket's receive brought that its stream has not taken yet.
@@ -155,7 +158,13 @@ func (q *recvQ) reset() { *q = recvQ{chunks: q.chunks[:0]} }
 
 // newRing sets up l's ring on the calling (locked) thread.
 func newRing() (*ringIO, error) {
-	r, err := uring.New(ringEntries, uring.SetupSingleIssuer|uring.SetupDeferTaskrun|uring.SetupSubmitAll)
+	const flags = uring.SetupSingleIssuer | uring.SetupDeferTaskrun | uring.SetupSubmitAll
+	flagged := true
+	r, err := uring.New(ringEntries, flags|uring.SetupTaskrunFlag)
+	if err != nil { // a kernel that takes no TASKRUN_FLAG with DEFER_TASKRUN: every turn looks
+		flagged = false
+		r, err = uring.New(ringEntries, flags)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +183,7 @@ func newRing() (*ringIO, error) {
 		bufs.Free()
 		return nil, fmt.Errorf("relayloop: mmap: %w", err)
 	}
-	return &ringIO{r: r, bufs: bufs, free: ringBufs, evb: evb}, nil
+	return &ringIO{r: r, bufs: bufs, free: ringBufs, evb: evb, flagged: flagged}, nil
 }
 
 // sqe is a free submission entry, submitting the queue first when it is full.
@@ -237,17 +246,26 @@ func (l *Loop) send(st *stream, fd int) {
 }
 
 // runRing is the loop on the ring: look without blocking first (no hand-off of the thread
-// while completions are arriving, as the epoll loop does), then wait.
+// while completions are arriving, as the epoll loop does), then wait. A turn with nothing to
+// submit, no completion in the queue and none flagged as waiting to be run (ringIO.flagged)
+// would find nothing by looking: it waits at once, one io_uring_enter where a look and a wait
+// took two (the wait runs what comes meanwhile before it sleeps, and wakes at what comes later).
 func (l *Loop) runRing() {
 	g := l.ring
 	l.armWake()
 	for !g.closing {
 		g.bufs.Publish()
 		if g.next == len(g.cqes) { // (else a quiesce took completions not handled yet)
-			if err := g.r.GetEvents(); err != nil {
-				panic(fmt.Sprintf("relayloop: %v", err))
+			looked := !g.flagged || g.r.Pending() > 0 || g.r.TaskWork()
+			if looked {
+				if err := g.r.GetEvents(); err != nil {
+					panic(fmt.Sprintf("relayloop: %v", err))
+				}
 			}
 			if g.r.Ready() == 0 {
+				if looked {
+					l.emptyLooks.Add(1)
+				}
 				l.ringWait()
 			}
 		}

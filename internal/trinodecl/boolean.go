@@ -12,21 +12,7 @@ import (
 // boolean type (MariaDB: 1 = 1 is an integer 1) answers such an item as an integer; the Trino
 // frontend announces it boolean. nil when no item is boolean, and for a select list with a *.
 func BooleanItems(sqlText string) []bool {
-	texts := selectItemTexts(sqlText)
-	out := make([]bool, len(texts))
-	some := false
-	for i, text := range texts {
-		toks := sqltok.SignificantTokens(text, sqltok.Trino)
-		if len(toks) > 0 && toks[len(toks)-1].Text == "*" {
-			return nil
-		}
-		out[i] = isBoolean(withoutAlias(toks))
-		some = some || out[i]
-	}
-	if !some {
-		return nil
-	}
-	return out
+	return eachItem(sqlText, isBoolean)
 }
 
 // isBoolean reports whether an expression, without its alias, is boolean by its form.

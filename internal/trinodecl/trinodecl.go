@@ -27,21 +27,29 @@ func ItemTypes(sqlText string) []string {
 	if !Mentions(sqlText) {
 		return nil
 	}
+	return eachItem(sqlText, trinoItemType)
+}
+
+// eachItem is f of each select item of sqlText's outermost SELECT (its tokens without its
+// alias); nil when f gives the zero value for every item, and for a select list with a * (its
+// columns are not its items).
+func eachItem[T comparable](sqlText string, f func([]sqltok.Token) T) []T {
 	texts := selectItemTexts(sqlText)
-	declared := make([]string, len(texts))
+	out := make([]T, len(texts))
+	var zero T
 	some := false
 	for i, text := range texts {
-		toks := withoutAlias(sqltok.SignificantTokens(text, sqltok.Trino))
+		toks := sqltok.SignificantTokens(text, sqltok.Trino)
 		if len(toks) > 0 && toks[len(toks)-1].Text == "*" {
 			return nil // a * or t.*
 		}
-		declared[i] = trinoItemType(toks)
-		some = some || declared[i] != ""
+		out[i] = f(withoutAlias(toks))
+		some = some || out[i] != zero
 	}
 	if !some {
 		return nil
 	}
-	return declared
+	return out
 }
 
 // selectItemTexts splits the select list of sqlText's outermost SELECT at its top-level commas

@@ -59,7 +59,7 @@ func lexical(sqlText string) string {
 			toks = append(toks, t)
 			changed = changed || t.Kind == sqltok.QuotedIdent || t.Text == "||" ||
 				t.Kind == sqltok.String && strings.Contains(t.Text, `\`) || t.IsWord("date_add") || t.IsWord("date_diff") ||
-				t.IsWord("offset") || t.IsWord("all")
+				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast")
 		}
 	}
 	query := sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "select", "with")
@@ -86,6 +86,7 @@ func lexical(sqlText string) string {
 	concats(toks, text, pre, post)
 	dateUnits(toks, text, pre, post)
 	offsetFirst(toks, text, post)
+	castTypes(toks, text)
 	for k, n := range places { // Trino's name of an unaliased expression, MariaDB's its text
 		post[lasts[k]] += " AS _col" + strconv.Itoa(n)
 	}
@@ -425,3 +426,43 @@ var integerFunctions = map[string]bool{"count": true, "length": true, "char_leng
 	"year": true, "quarter": true, "month": true, "week": true, "day": true, "day_of_month": true, "day_of_week": true,
 	"dow": true, "day_of_year": true, "doy": true, "hour": true, "minute": true, "second": true, "extract": true,
 	"strpos": true, "position": true, "bit_length": true, "octet_length": true}
+
+// castTypes writes the Trino type a cast names as MariaDB's CAST takes it (MariaDB's syntax
+// error otherwise): an integer type as SIGNED (a BIGINT), double and real as DOUBLE, varchar[(n)]
+// as CHAR[(n)], varbinary as BINARY, timestamp[(p)] as DATETIME[(p)]. decimal(p,s), date and
+// time are MariaDB's as written.
+func castTypes(toks []sqltok.Token, text []string) {
+	for i := 0; i+1 < len(toks); i++ {
+		if !toks[i].IsWord("cast") || toks[i+1].Text != "(" {
+			continue
+		}
+		end := closing(toks, i+1, "(", ")") // after the closing parenthesis
+		if end < 0 {
+			continue
+		}
+		depth := 0
+		for k := i + 1; k < end-1; k++ {
+			depth += sqltok.ParenStep(toks[k])
+			if depth != 1 || !toks[k].IsWord("as") {
+				continue
+			}
+			t := k + 1
+			switch name := strings.ToLower(toks[t].Text); {
+			case toks[t].Kind != sqltok.Word:
+			case name == "bigint" || name == "integer" || name == "int" || name == "smallint" || name == "tinyint":
+				text[t] = "SIGNED"
+			case name == "double" || name == "real":
+				text[t] = "DOUBLE"
+				if t+1 < end-1 && toks[t+1].IsWord("precision") {
+					text[t+1] = ""
+				}
+			case name == "varchar":
+				text[t] = "CHAR"
+			case name == "varbinary":
+				text[t] = "BINARY"
+			case name == "timestamp" && !(t+1 < end-1 && toks[t+1].IsWord("with")):
+				text[t] = "DATETIME"
+			}
+		}
+	}
+}

@@ -32,10 +32,15 @@ func TestLexical(t *testing.T) {
 		// Trino's integer division and _colN names
 		{`select 7 / 2, -7 / 2 q, 7.0 / 2 r, 1e1 / 2 s, a / 2 u, 2 / a v from t`, `select 7 DIV 2 AS _col0, -7 DIV 2 q, 7.0 / 2 r, 1e1 / 2 s, a / 2 u, 2 / a v from t`},
 		{`select 3 - 7 / 2 * 3 / 2 x, (1 + 2) / (3) y, count(*) / 2 z, length('abc') / 2 / 1 w from t`, `select 3 - 7 DIV 2 * 3 DIV 2 x, (1 + 2) DIV (3) y, count(*) DIV 2 z, length('abc') DIV 2 DIV 1 w from t`},
-		{`select cast(a as bigint) / 2 x, cast(a as double) / 2 y, a * 3 / 2 z, (select count(*) from t) / 2 w, f(1) / 2 v from t`, `select cast(a as bigint) DIV 2 x, cast(a as double) / 2 y, a * 3 / 2 z, (select count(*) from t) / 2 w, f(1) / 2 v from t`},
+		{`select cast(a as bigint) / 2 x, cast(a as double) / 2 y, a * 3 / 2 z, (select count(*) from t) / 2 w, f(1) / 2 v from t`, `select cast(a as SIGNED) DIV 2 x, cast(a as DOUBLE) / 2 y, a * 3 / 2 z, (select count(*) from t) / 2 w, f(1) / 2 v from t`},
 		{`select a, t.b, "C", t.*, a + 1, count(*), true from t`, "select a, t.b, `C`, t.*, a + 1 AS _col4, count(*) AS _col5, true AS _col6 from t"},
 		{`with q as (select 1) select x from q`, `with q as (select 1) select x from q`},
 		{`insert into t select 1`, `insert into t select 1`},
+		// Trino's cast types as MariaDB's CAST takes them
+		{`select cast(a as bigint) x, cast(a as integer) / 2 y, cast(b as double) z, cast(c as varchar(5)) v, cast(c as varchar) w, ` +
+			`cast(d as varbinary) u, cast(e as timestamp(3)) s, cast(f as decimal(10,2)) r, cast(cast(g as int) as real) q from t`,
+			`select cast(a as SIGNED) x, cast(a as SIGNED) DIV 2 y, cast(b as DOUBLE) z, cast(c as CHAR(5)) v, cast(c as CHAR) w, ` +
+				`cast(d as BINARY) u, cast(e as DATETIME(3)) s, cast(f as decimal(10,2)) r, cast(cast(g as SIGNED) as DOUBLE) q from t`},
 		{`select a from t limit 2`, `select a from t limit 2`},
 	} {
 		if got := lexical(c.in); got != c.want {

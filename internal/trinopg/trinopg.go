@@ -1,6 +1,7 @@
 // Package trinopg writes a Trino client's statement as PostgreSQL runs it: Trino's SHOW and
 // DESCRIBE as queries of PostgreSQL's catalog (show.go), Trino's functions and type names as
-// PostgreSQL's expressions (functions.go), an unaliased expression's column named _colN, as
+// PostgreSQL's expressions (functions.go), its zoned timestamps as their zones' wall times
+// (zones.go), an unaliased expression's column named _colN, as
 // Trino names it (names.go), and information_schema.columns with Trino's columns
 // (infoschema.go). It reads and writes text only: no connection, no clock, no
 // state but a bounded cache of translations.
@@ -45,13 +46,14 @@ func SQL(sqlText string, s Session) (Translation, error) {
 		return t, nil
 	}
 	t := Translation{Original: sqlText}
-	called, calls := translateFunctions(sqlText)
+	zoned, zones := atTimeZones(sqlText)
+	called, calls := translateFunctions(zoned)
 	named, names := namedItems(called)
 	read, reads := infoSchemaColumns(named)
 	valued, values := valuesNamed(read)
 	bytes, binaries := binaryLiterals(valued)
 	t.SQL = bytes
-	for _, pass := range [][]edit{calls, names, reads, values, binaries} {
+	for _, pass := range [][]edit{zones, calls, names, reads, values, binaries} {
 		if len(pass) > 0 {
 			t.passes = append(t.passes, pass)
 		}

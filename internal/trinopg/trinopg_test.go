@@ -83,3 +83,21 @@ func TestBinaryLiterals(t *testing.T) {
 		}
 	}
 }
+
+func TestZonedTimestamps(t *testing.T) {
+	for q, want := range map[string]string{
+		"select timestamp '2024-01-02 03:04:05 UTC'":                                   "select (timestamptz '2024-01-02 03:04:05 UTC' AT TIME ZONE 'UTC') AS _col0",
+		"select timestamp '2024-01-02 03:04:05+05:30' x":                               "select (timestamptz '2024-01-02 03:04:05+05:30' AT TIME ZONE INTERVAL '+05:30') x",
+		"select ts at time zone 'America/New_York' x from t":                           "select ((ts)::timestamptz AT TIME ZONE 'America/New_York') x from t",
+		"select t.ts AT TIME ZONE '-08:00' x, hour(now() at time zone 'UTC') h from t": "select ((t.ts)::timestamptz AT TIME ZONE INTERVAL '-08:00') x, CAST(floor(extract(hour from (((now())::timestamptz AT TIME ZONE 'UTC')))) AS bigint) h from t",
+		"select timestamp '2024-01-02 03:04:05 UTC' at time zone 'Asia/Tokyo' x":       "select (timestamptz '2024-01-02 03:04:05 UTC' AT TIME ZONE 'Asia/Tokyo') x",
+		"select timestamp '2024-01-02 03:04:05' at time zone 'UTC' x":                  "select ((timestamp '2024-01-02 03:04:05')::timestamptz AT TIME ZONE 'UTC') x",
+		"select timestamp '2024-01-02 03:04:05' x":                                     "select timestamp '2024-01-02 03:04:05' x",
+		"select 'at time zone' x":                                                      "select 'at time zone' x",
+	} {
+		tr, err := SQL(q, Session{})
+		if err != nil || tr.SQL != want {
+			t.Errorf("%s:\n got %s\nwant %s (%v)", q, tr.SQL, want, err)
+		}
+	}
+}

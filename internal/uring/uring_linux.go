@@ -128,6 +128,7 @@ type Ring struct {
 	enterFl uintptr
 
 	sqHead, sqTail *uint32
+	sqFlags        *uint32
 	sqMask         uint32
 	sqes           []SQE
 	tail           uint32 // our SQ tail, published on submit
@@ -175,6 +176,7 @@ func New(entries uint32, flags uint32) (*Ring, error) {
 	base := unsafe.Pointer(&mem[0])
 	at := func(off uint32) *uint32 { return (*uint32)(unsafe.Add(base, off)) }
 	r.sqHead, r.sqTail, r.sqMask = at(p.SQOff.Head), at(p.SQOff.Tail), *at(p.SQOff.RingMask)
+	r.sqFlags = at(p.SQOff.Flags)
 	r.cqHead, r.cqTail, r.cqMask = at(p.CQOff.Head), at(p.CQOff.Tail), *at(p.CQOff.RingMask)
 	r.sqes = unsafe.Slice((*SQE)(unsafe.Pointer(&sqeMem[0])), p.SQEntries)
 	r.cqes = unsafe.Slice((*CQE)(unsafe.Add(base, p.CQOff.CQEs)), p.CQEntries)
@@ -237,6 +239,14 @@ func (r *Ring) SQE() *SQE {
 	r.tail++
 	return s
 }
+
+// sqTaskrun is the SQ ring's flag that says deferred completions wait to be run by an enter.
+const sqTaskrun = 1 << 2
+
+// TaskWork reports whether completions wait for an enter to run them (a ring set up with
+// SetupTaskrunFlag: the kernel sets the flag as it queues them, and an enter that runs them
+// clears it). A ring without the flag never reports any.
+func (r *Ring) TaskWork() bool { return atomic.LoadUint32(r.sqFlags)&sqTaskrun != 0 }
 
 // Pending is how many entries wait to be submitted.
 func (r *Ring) Pending() uint32 { return r.tail - atomic.LoadUint32(r.sqHead) }

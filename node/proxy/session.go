@@ -84,25 +84,48 @@ func (c *Core) ClientClosed(protocol, client string) {
 // engine that cannot describe gets an empty description: the frontend then learns the
 // columns when it runs.
 func (c *Core) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	return describeOn(ctx, q, c.DescribeOn)
+}
+
+// describeOn is an engine.Describer's description of q through on (Core's or coreSession's
+// DescribeOn); an engine that cannot describe gives an empty one.
+func describeOn(ctx context.Context, q *query.Request, on func(context.Context, *query.Request, func(context.Context, any, *query.Request) error) error) (*engine.Description, error) {
+	var desc *engine.Description
+	err := on(ctx, q, func(ctx context.Context, e any, q *query.Request) error {
+		d, ok := e.(engine.Describer)
+		if !ok {
+			desc = &engine.Description{}
+			return nil
+		}
+		var err error
+		desc, err = d.Describe(ctx, q)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return desc, nil
+}
+
+// DescribeOn routes and checks q as Describe does and has describe ask the engine of an enabled,
+// healthy member of the routed group (q in the engine's charset), for a frontend that describes
+// by a way of its own (the MySQL wire's COM_STMT_PREPARE, with a MySQL engine's own column
+// definitions). It takes no slot and no place in the queue; describe's error is the engine's.
+func (c *Core) DescribeOn(ctx context.Context, q *query.Request, describe func(ctx context.Context, e any, q *query.Request) error) error {
 	r, ok, err := c.route(ctx, q, false)
 	if !ok {
-		return nil, err
+		return err
 	}
 	defer r.letGo() // the runtime (and so the engine) stays while the engine describes
 	cl := r.g.describer()
 	if cl == nil {
-		return nil, noHealthy(r.g)
+		return noHealthy(r.g)
 	}
-	d, ok := cl.engine.(engine.Describer)
-	if !ok {
-		return &engine.Description{}, nil
-	}
-	desc, err := d.Describe(ctx, inEngineCharset(q, cl.engine))
-	if err != nil {
+	if err := describe(ctx, cl.engine, inEngineCharset(q, cl.engine)); err != nil {
 		a := Admission{core: c, QueryID: r.id, Cluster: cl.name}
-		return nil, a.engineError(err)
+		return a.engineError(err)
 	}
-	return desc, nil
+	return nil
 }
 
 // SetChangesNothing asks an enabled, healthy member of the group q routes to whether q's
@@ -296,15 +319,19 @@ func (s *coreSession) statementContext(ctx context.Context) (context.Context, co
 // Describe describes a statement on the pinned connection (as Core.Describe does on a member):
 // no second slot, and the statement may use what the transaction made.
 func (s *coreSession) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
-	d, ok := s.inner.(engine.Describer)
-	if !ok {
-		return &engine.Description{}, nil
+	return describeOn(ctx, q, s.DescribeOn)
+}
+
+// DescribeOn checks q as the session's statements are checked and has describe ask the pinned
+// connection (the engine's session), as Core.DescribeOn asks a member.
+func (s *coreSession) DescribeOn(ctx context.Context, q *query.Request, describe func(ctx context.Context, e any, q *query.Request) error) error {
+	if err := s.check(q); err != nil {
+		return err
 	}
-	desc, err := d.Describe(ctx, inEngineCharset(q, s.adm.Engine))
-	if err != nil {
-		return nil, s.explain(s.adm.engineError(err))
+	if err := describe(ctx, s.inner, inEngineCharset(q, s.adm.Engine)); err != nil {
+		return s.explain(s.adm.engineError(err))
 	}
-	return desc, nil
+	return nil
 }
 
 func (s *coreSession) check(q *query.Request) error {

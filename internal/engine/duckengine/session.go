@@ -30,7 +30,11 @@ func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Sess
 		e.noteFatal(err)
 		return nil, err
 	}
-	return &session{e: e, conn: conn, status: 'I', clean: true}, nil
+	s := &session{e: e, conn: conn, status: 'I', clean: true}
+	if q.Protocol == query.ProtocolTrino {
+		s.trinoSchema = q.Schema
+	}
+	return s, nil
 }
 
 // session keeps PostgreSQL's transaction semantics on one DuckDB connection: it tracks the
@@ -59,6 +63,9 @@ type session struct {
 	written []string
 	// deferral is the transaction's SET CONSTRAINTS and deferred keys set aside (pgdeferred.go).
 	deferral deferral
+	// trinoSchema is the Trino client's schema the connection's search_path names ("": its
+	// own path); a USE inside the transaction moves it (trinoschema.go).
+	trinoSchema string
 	// fkChecksOff: a MySQL client set FOREIGN_KEY_CHECKS=0 on the session (mysqlfkrelease.go).
 	fkChecksOff bool
 }
@@ -67,6 +74,12 @@ var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "c
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	s.holdLast(ctx)
+	if q.Protocol == query.ProtocolTrino && q.Schema != "" && q.Schema != s.trinoSchema {
+		if err := followSchema(ctx, s.conn, q.Schema); err != nil {
+			return nil, err
+		}
+		s.trinoSchema = q.Schema
+	}
 	if s.fkChecksOff && s.status != 'E' && writesRows(q) {
 		if err := releaseKeysFor(ctx, s.conn, q.SQL, s.status == 'T'); err != nil { // mysqlfkrelease.go
 			s.fail()

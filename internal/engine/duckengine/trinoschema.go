@@ -56,3 +56,20 @@ func restorePath(conn *sql.Conn) bool {
 	_, err := conn.ExecContext(context.Background(), undo.(string))
 	return err == nil
 }
+
+// followSchema sets conn's search_path to schema, where a Trino client's USE inside its
+// transaction moved it (the connection was given its path as the transaction began), keeping
+// the connection's own path to set back at its release, as connFor does.
+func followSchema(ctx context.Context, conn *sql.Conn, schema string) error {
+	if _, ok := trinoPaths.Load(conn); !ok {
+		var own string
+		if err := conn.QueryRowContext(ctx, "SELECT current_setting('search_path')").Scan(&own); err != nil {
+			return err
+		}
+		trinoPaths.Store(conn, "SET search_path = "+quoteString(own))
+		trinoPathsSet.Add(1)
+	}
+	path := quoteIdent(schema) + "," + quoteIdent(compatCatalog) + ".main"
+	_, err := conn.ExecContext(ctx, "SET search_path = "+quoteString(path))
+	return err
+}

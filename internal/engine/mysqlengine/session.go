@@ -55,9 +55,16 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.mu.Unlock()
 		return nil, fmt.Errorf("mysqlengine: session is still running a statement")
 	}
+	c := s.conn
+	if db := requestDatabase(q); q.Protocol == query.ProtocolTrino && db != "" && db != c.GetDB() {
+		// a Trino client's USE inside its transaction: its next statements resolve names there
+		if err := c.UseDB(db); err != nil {
+			s.mu.Unlock()
+			return nil, s.e.wrap(err)
+		}
+	}
 	s.running = true
 	s.dirty = s.dirty || changesSession(q.SQL)
-	c := s.conn
 	s.mu.Unlock()
 	r := newRows(s.e, c, q, s.finished)
 	go r.produce(ctx)

@@ -281,10 +281,17 @@ func (e *Engine) OpenSession(ctx context.Context, q *query.Request) (engine.Sess
 type session struct {
 	e    *Engine
 	conn *pgxpool.Conn
+	// pathMoved says a Trino client's USE moved the connection's search_path in the session
+	// (followSearchPath): a ROLLBACK may have set it back, so the pool is told it is unknown.
+	pathMoved bool
 }
 
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	return s.e.execute(withSearchPath(ctx, q), s.conn, q)
+	ctx = withSearchPath(ctx, q)
+	if err := s.followSearchPath(ctx, q); err != nil {
+		return nil, err
+	}
+	return s.e.execute(ctx, s.conn, q)
 }
 
 // TxStatus is the connection's status; a broken connection counts as idle, so the frontend
@@ -299,6 +306,9 @@ func (s *session) TxStatus() byte {
 
 // Close returns the connection; pgxpool destroys one left inside a transaction.
 func (s *session) Close() error {
+	if s.pathMoved {
+		s.conn.Conn().PgConn().CustomData()[searchPathKey] = pathUnknown // the next statement's retag sets it
+	}
 	s.conn.Release()
 	return nil
 }
@@ -339,6 +349,14 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		sqlText = cachedUnder(ctx, sqlText)
 	}
 	rows, err := db.Query(ctx, sqlText, args...)
+	for tries := 0; err != nil && tries < len(q.Args) && retypesParams(q) && outsideTx(db); tries++ { // mysqlparamtypes.go
+		typed, ok := typedParam(sqlText, undeterminedParam(err), q.Args)
+		if !ok {
+			break
+		}
+		sqlText = typed
+		rows, err = db.Query(ctx, sqlText, args...)
+	}
 	if err != nil {
 		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
 		stop()

@@ -53,3 +53,28 @@ func cachedUnder(ctx context.Context, sqlText string) string {
 	}
 	return sqlText + "\n/* search_path " + strings.ReplaceAll(path, "*/", "* /") + " */"
 }
+
+// pathUnknown is searchPathKey's value for a connection whose search_path is not known: the
+// pool's next statement on it sets its own (retag).
+const pathUnknown = "\x00unknown"
+
+// followSearchPath sets the pinned connection's search_path to the one ctx's Trino statement
+// needs when it differs (a USE inside the client's transaction; the connection was given its
+// path when the transaction began), as retag does for a pooled statement.
+func (s *session) followSearchPath(ctx context.Context, q *query.Request) error {
+	if q.Protocol != query.ProtocolTrino {
+		return nil // another client's session keeps the path its own SET gave it
+	}
+	path := searchPathOf(ctx)
+	data := s.conn.Conn().PgConn().CustomData()
+	if cur, _ := data[searchPathKey].(string); cur == path {
+		return nil
+	}
+	s.pathMoved = true
+	if _, err := s.conn.Conn().PgConn().Exec(ctx, "SELECT "+setSearchPathSQL(path)).ReadAll(); err != nil {
+		data[searchPathKey] = pathUnknown
+		return wrapErr(err)
+	}
+	data[searchPathKey] = path
+	return nil
+}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 )
@@ -66,6 +67,14 @@ func (s *Server) admit(ctx context.Context, method string, ss grpc.ServerStream)
 	}
 	if p, ok := peer.FromContext(ctx); ok && p.LocalAddr != nil && p.Addr != nil {
 		netlimit.AuthenticatedAt(p.LocalAddr.String(), p.Addr.String()) // no longer in its source's share before login
+	}
+	if ss != nil && s.opts.Forward != nil && first(md, strings.ToLower(forward.HeaderHop)) != "" {
+		// A forwarded call taken (identify checked its proof): the forwarder passes the answer on
+		// only with this worker's proof of the secret.
+		proof := s.opts.Forward.OwnerProof(first(md, strings.ToLower(forward.HeaderSecret)))
+		if err := ss.SetHeader(metadata.Pairs(strings.ToLower(forward.HeaderOwnerProof), proof)); err != nil {
+			return nil, err
+		}
 	}
 	if handshake && ss != nil && s.opts.Auth != nil {
 		token := newHandle()

@@ -120,7 +120,8 @@ func (s *Server) doGetAt(ctx context.Context, fwd *forward.Forwarder, conn *grpc
 	}
 	user := userOf(ctx)
 	pairs := []string{headerUser, user}
-	for k, v := range fwd.Outbound(owner, ep, forward.BindFlightSQL(user), clientAddr(ctx), isTLS(ctx)) {
+	hop := fwd.Outbound(owner, ep, forward.BindFlightSQL(user), clientAddr(ctx), isTLS(ctx))
+	for k, v := range hop {
 		pairs = append(pairs, strings.ToLower(k), v)
 	}
 	octx, cancel := context.WithTimeout(ctx, forward.DialTimeout)
@@ -141,6 +142,18 @@ func (s *Server) doGetAt(ctx context.Context, fwd *forward.Forwarder, conn *grpc
 				err = errInternal
 			}
 		}()
+		// Only the owner's stream is the client's: whoever answers at its address (a stale peer
+		// entry) without its proof of the secret is not passed on.
+		md, herr := stream.Header()
+		if herr != nil {
+			err = herr
+			return
+		}
+		if !fwd.Vouched(owner, hop[forward.HeaderSecret], first(md, strings.ToLower(forward.HeaderOwnerProof))) {
+			fwd.Observe(forward.FlightSQL, forward.OutcomeUnproven, 0)
+			err = errors.New("the worker at the owner's address did not prove it holds the fleet's worker secret")
+			return
+		}
 		reader, err = flight.NewRecordReader(stream)
 	}()
 	select {

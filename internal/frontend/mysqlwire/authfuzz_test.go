@@ -2,9 +2,15 @@ package mysqlwire
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"log/slog"
+	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -77,7 +83,7 @@ func authServers(t testing.TB) [2]*listening {
 		{Gate: fuzzGate{}, Users: fuzzUsers{}, AuthMethod: mysql.AUTH_CACHING_SHA2_PASSWORD, TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t))},
 	} {
 		opts.Logger = slog.New(slog.DiscardHandler)
-		addr := startServer(t, frontendtest.NewBackend(frontendtest.AllTypesEngine()), opts)
+		addr := startServer(t, frontendtest.NewBackend(withDatabaseTest(frontendtest.AllTypesEngine())), opts)
 		out[i] = &listening{serverOf(t, addr), addr}
 	}
 	return out
@@ -157,3 +163,21 @@ func TestTrustedUserSendingAPasswordLogsIn(t *testing.T) {
 }
 
 func (fuzzGate) Verified(query.Login) error { return nil }
+
+// withDatabaseTest is e, whose SHOW DATABASES lists one database, test (a login may name it).
+func withDatabaseTest(e frontendtest.FuncEngine) frontendtest.FuncEngine {
+	return func(ctx context.Context, q *query.Request) (query.Rows, error) {
+		if !strings.HasPrefix(q.SQL, "SHOW DATABASES") {
+			return e(ctx, q)
+		}
+		schema := arrow.NewSchema([]arrow.Field{{Name: "Database", Type: arrow.BinaryTypes.String}}, nil)
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		defer b.Release()
+		b.Append("test")
+		col := b.NewArray()
+		defer col.Release()
+		batch := array.NewRecordBatch(schema, []arrow.Array{col}, 1)
+		defer batch.Release()
+		return frontendtest.NewRecordRows(schema, "", batch), nil
+	}
+}

@@ -77,9 +77,11 @@ func (h *session) changeUser(data []byte) any {
 	}
 	old := h.user
 	h.setUser(req.user)
-	if err := h.knownDatabase(req.db); err != nil {
-		h.setUser(old) // as MariaDB keeps the user and the database
-		return err
+	if req.db != "" && (req.db != h.db || req.user != old) { // another user may be refused the session's
+		if err := h.databaseExists(req.db); err != nil {
+			h.setUser(old) // as MariaDB keeps the user and the database
+			return err
+		}
 	}
 	h.db = req.db
 	return nil

@@ -874,6 +874,7 @@ func TestLoopRepeatedStatements(t *testing.T) {
 	var seen checkLog
 	f := coreServer(t, coreSetup{check: seen.check(func(req *query.Request) string { return req.SQL })})
 	c := newRawClient(t, f.addr, f.dbName)
+	seen.take() // the login's check of its database
 	sent := []string{"SELECT 1", "SELECT 1", "SELECT 2", "SELECT 2", "SELECT 1", "SELECT 3"}
 	onLoop(t, f.addr, int64(len(sent)), func() {
 		for _, q := range sent {

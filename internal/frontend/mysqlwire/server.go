@@ -304,7 +304,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		heldBytes: s.opts.Limits.Held.Budget(s.opts.Limits.HeldBytesMax)}
 	defer h.heldBytes.Close()
 	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
-	c, err := srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate}, h)
+	c, err := srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate, h: h}, h)
 	if err != nil {
 		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
 		return
@@ -341,6 +341,7 @@ type authenticator struct {
 	s      *Server
 	remote net.Addr
 	gate   *packetGate // switches to the logged-in client's bounds on success
+	h      *session    // whose handshake's database is checked on success (database.go)
 }
 
 func (a *authenticator) GetCredential(string) (server.Credential, bool, error) {
@@ -378,10 +379,14 @@ func (s *Server) verified(user string, remote net.Addr, secure bool) error {
 
 // OnAuthSuccess sets the session's first status flags, which the OK ending the handshake
 // carries: autocommit on (go-mysql starts a connection with no flags; the greeting's own are
-// set as it goes out, see login.go).
+// set as it goes out, see login.go). A handshake's database that does not exist ends the login
+// with 1049, as on MariaDB (go-mysql writes the error in place of the OK).
 func (a *authenticator) OnAuthSuccess(c *server.Conn) error {
 	a.gate.loggedIn()
 	c.SetStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
+	if a.h != nil {
+		return a.h.loginDatabase(c)
+	}
 	return nil
 }
 

@@ -123,7 +123,8 @@ func (h *session) forgetStmt(id uint32) {
 }
 
 // prepare handles COM_STMT_PREPARE. The statement is prepared on the engine when it runs: the
-// engine is chosen per statement. Its columns are described then, with its rows.
+// engine is chosen per statement. Its answer carries the result's columns, as the engine
+// describes them (stmtcolumns.go); an execution's are described again, with its rows.
 func (h *session) prepare(sql string) any {
 	if !query.AwaitReady(h.ctx, h.s.backend) {
 		return errNotConfigured
@@ -151,6 +152,10 @@ func (h *session) prepare(sql string) any {
 	if len(h.stmts) >= stmtsMax {
 		return mysql.NewError(mysql.ER_MAX_PREPARED_STMT_COUNT_REACHED, "Can't create more than max_prepared_stmt_count statements (current value: "+strconv.Itoa(stmtsMax)+")")
 	}
+	cols, err := h.preparedColumns(sql)
+	if err != nil {
+		return err
+	}
 	held = stmtOverheadBytes + len(sql)
 	if err := h.takeHeld(held); err != nil {
 		return err
@@ -163,6 +168,7 @@ func (h *session) prepare(sql string) any {
 	h.stmts[h.stmtID] = st
 	out := &server.Stmt{Query: sql}
 	out.ID, out.Params = h.stmtID, st.params
+	out.Columns, out.RawColumnFields = len(cols), cols
 	return out
 }
 

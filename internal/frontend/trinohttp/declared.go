@@ -3,6 +3,7 @@ package trinohttp
 import (
 	"context"
 	"slices"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -24,16 +25,45 @@ import (
 // columns that carry no precision, and with MariaDB's integers that are Trino booleans as
 // booleans (booleans.go); rows itself when there are none.
 func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.Rows, *arrow.Schema) {
-	pg, my := false, false
+	pg, my, js := false, false, false
 	for _, f := range schema.Fields() {
 		pg = pg || undeclaredPGTimestamp(f)
 		my = my || mysqlInteger(f)
+		js = js || pgJSONB(f)
 	}
-	if !pg && !my {
+	if !pg && !my && !js {
 		return rows, schema
 	}
 	fields := schema.Fields()
 	changed := false
+	if js {
+		if maps := trinodecl.MapItems(sqlText); len(maps) == len(fields) {
+			for i, f := range fields {
+				if maps[i] == "" || !pgJSONB(f) {
+					continue
+				}
+				keys := slices.Concat(f.Metadata.Keys(), []string{engine.MetaTrinoDeclared})
+				vals := slices.Concat(f.Metadata.Values(), []string{maps[i]})
+				fields[i].Metadata = arrow.NewMetadata(keys, vals)
+				changed = true
+			}
+		}
+	}
+	if zones := zonedItems(pg, sqlText); len(zones) == len(fields) {
+		for i, f := range fields {
+			if zones[i].Zone == "" || !undeclaredPGTimestamp(f) || f.Type.(*arrow.TimestampType).TimeZone != "" {
+				continue
+			}
+			p := zones[i].Digits
+			if p < 0 || p > 6 {
+				p = 6
+			}
+			keys := slices.Concat(f.Metadata.Keys(), []string{engine.MetaTrinoDeclared, metaTrinoZone})
+			vals := slices.Concat(f.Metadata.Values(), []string{"timestamp(" + strconv.Itoa(p) + ") with time zone", zones[i].Zone})
+			fields[i].Metadata = arrow.NewMetadata(keys, vals)
+			changed = true
+		}
+	}
 	if declared := declaredTypes(pg, sqlText); len(declared) == len(fields) {
 		for i, f := range fields {
 			if declared[i] == "" || !undeclaredPGTimestamp(f) || zoned(declared[i]) != (f.Type.(*arrow.TimestampType).TimeZone != "") {
@@ -67,6 +97,27 @@ func declaredTypes(pg bool, sqlText string) []string {
 		return nil
 	}
 	return trinodecl.ItemTypes(sqlText)
+}
+
+// pgJSONB reports whether f is PostgreSQL's jsonb without a Trino type: Trino's map(...) of a
+// Trino client's statement is one (trinopg's map), announced as the map its text declares
+// (trinodecl.MapItems) and written as a JSON object, as Trino writes a map.
+func pgJSONB(f arrow.Field) bool {
+	return f.Metadata.Len() > 0 && isString(f.Type) && metaValue(f, engine.MetaPGType) == "jsonb" && metaValue(f, engine.MetaTrinoDeclared) == ""
+}
+
+// metaTrinoZone is the zone a timestamp column's values are wall times in: Trino's
+// timestamp with time zone of a zoned literal or of AT TIME ZONE, which PostgreSQL computes as
+// the zone's wall time (trinopg's zones.go), written with its zone.
+const metaTrinoZone = "trino.zone"
+
+// zonedItems is trinodecl.ZonedItems(sqlText) when some column is PostgreSQL's timestamp
+// without a precision (pg), else nil.
+func zonedItems(pg bool, sqlText string) []trinodecl.Zoned {
+	if !pg {
+		return nil
+	}
+	return trinodecl.ZonedItems(sqlText)
 }
 
 // undeclaredPGTimestamp reports whether f is PostgreSQL's timestamp or timestamptz without a

@@ -87,24 +87,40 @@ func encodeColumns(cols []Column) []byte {
 func appendStats(b []byte, s *Stats) []byte {
 	b = append(b, `{"state":`...)
 	b = appendString(b, s.State)
-	b = append(b, `,"queued":`...)
-	b = strconv.AppendBool(b, s.Queued)
-	b = append(b, `,"scheduled":`...)
-	b = strconv.AppendBool(b, s.Scheduled)
-	for _, f := range [...]struct {
-		name string
-		v    int64
-	}{
-		{`,"nodes":`, int64(s.Nodes)}, {`,"totalSplits":`, int64(s.TotalSplits)}, {`,"queuedSplits":`, int64(s.QueuedSplits)},
-		{`,"runningSplits":`, int64(s.RunningSplits)}, {`,"completedSplits":`, int64(s.CompletedSplits)},
-		{`,"cpuTimeMillis":`, s.CPUTimeMillis}, {`,"wallTimeMillis":`, s.WallTimeMillis},
-		{`,"queuedTimeMillis":`, s.QueuedTimeMillis}, {`,"elapsedTimeMillis":`, s.ElapsedTimeMillis},
-		{`,"processedRows":`, s.ProcessedRows}, {`,"processedBytes":`, s.ProcessedBytes},
-		{`,"peakMemoryBytes":`, s.PeakMemoryBytes},
-	} {
-		b = strconv.AppendInt(append(b, f.name...), f.v, 10)
+	b = strconv.AppendBool(append(b, `,"queued":`...), s.Queued)
+	b = strconv.AppendBool(append(b, `,"scheduled":`...), s.Scheduled)
+	b = appendIntField(b, `,"nodes":`, int64(s.Nodes))
+	// What the proxy never counts (splits, CPU and queued time, bytes, memory) is written as one
+	// run of text when all of it is zero, as it is on every page the proxy makes: a field at a
+	// time over an array of them was 1,600 instructions of a SELECT 1's page.
+	if s.TotalSplits|s.QueuedSplits|s.RunningSplits|s.CompletedSplits == 0 && s.CPUTimeMillis == 0 {
+		b = append(b, `,"totalSplits":0,"queuedSplits":0,"runningSplits":0,"completedSplits":0,"cpuTimeMillis":0`...)
+	} else {
+		b = appendIntField(b, `,"totalSplits":`, int64(s.TotalSplits))
+		b = appendIntField(b, `,"queuedSplits":`, int64(s.QueuedSplits))
+		b = appendIntField(b, `,"runningSplits":`, int64(s.RunningSplits))
+		b = appendIntField(b, `,"completedSplits":`, int64(s.CompletedSplits))
+		b = appendIntField(b, `,"cpuTimeMillis":`, s.CPUTimeMillis)
 	}
+	b = appendIntField(b, `,"wallTimeMillis":`, s.WallTimeMillis)
+	b = appendIntField(b, `,"queuedTimeMillis":`, s.QueuedTimeMillis)
+	b = appendIntField(b, `,"elapsedTimeMillis":`, s.ElapsedTimeMillis)
+	b = appendIntField(b, `,"processedRows":`, s.ProcessedRows)
+	if s.ProcessedBytes == 0 && s.PeakMemoryBytes == 0 {
+		return append(b, `,"processedBytes":0,"peakMemoryBytes":0}`...)
+	}
+	b = appendIntField(b, `,"processedBytes":`, s.ProcessedBytes)
+	b = appendIntField(b, `,"peakMemoryBytes":`, s.PeakMemoryBytes)
 	return append(b, '}')
+}
+
+// appendIntField appends name (`,"field":`) and v; a digit is appended as itself.
+func appendIntField(b []byte, name string, v int64) []byte {
+	b = append(b, name...)
+	if 0 <= v && v < 10 {
+		return append(b, byte('0'+v))
+	}
+	return strconv.AppendInt(b, v, 10)
 }
 
 // appendValue appends one value of a row as rowsOf makes them; a type rowsOf never makes goes

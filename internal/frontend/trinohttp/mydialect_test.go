@@ -151,3 +151,21 @@ func TestTrinoBooleansDivisionAndNamesOnMariaDB(t *testing.T) {
 		t.Errorf("npm: %v %v %v\n want %s", o.Names, o.Types, o.Rows, wantTypes)
 	}
 }
+
+// Trino's cast types on MariaDB, whose CAST names them otherwise (SIGNED, DOUBLE, CHAR(n),
+// BINARY, DATETIME(p)): MariaDB's syntax error as written.
+func TestTrinoCastsOnMariaDB(t *testing.T) {
+	eng, _, dbName := frontendtest.MariaDB(t)
+	ts := startServer(t, frontendtest.NewBackend(eng), Options{})
+	const sel = `select cast('12' as bigint) a, cast('7' as integer) / 2 b, cast('1.5' as double) c, cast('abcdef' as varchar(3)) d, ` +
+		`cast('ab' as varbinary) e, cast('2024-01-02 03:04:05.678' as timestamp(3)) f, cast('1.255' as decimal(10,2)) g`
+	got := runNPMIn(t, ts.addr, "alice", "maria", dbName, npmStep{Name: "sel", SQL: sel})
+	o := got["sel"].OK
+	if o == nil {
+		t.Fatalf("npm: %+v", got["sel"].Error)
+	}
+	const wantRows = "[[12 3 1.5 abc YWI= 2024-01-02 03:04:05.678 1.26]]"
+	if fmt.Sprint(o.Rows) != wantRows {
+		t.Errorf("npm: %v %v\n want %s", o.Types, o.Rows, wantRows)
+	}
+}

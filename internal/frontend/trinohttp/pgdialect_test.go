@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trinodb/trino-go-client/trino"
 
@@ -223,5 +224,78 @@ func TestBinaryLiteralOnPostgres(t *testing.T) {
 	var b []byte
 	if err := db.QueryRow("select x'0102ff'").Scan(&b); err != nil || string(b) != "\x01\x02\xff" {
 		t.Fatalf("x'0102ff': %q, %v", b, err)
+	}
+}
+
+// Trino's timestamp with time zone keeps its zone on PostgreSQL: a literal that names one is
+// that zone's time, x AT TIME ZONE 'zone' is x's instant (a timestamp read in UTC, the
+// session's zone) in that zone, both announced timestamp(p) with time zone and written with
+// the zone, through both clients; hour() of one is the zone's hour.
+func TestZonedTimestampsOnPostgres(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
+	const sel = `select timestamp '2024-01-02 03:04:05.123 America/New_York' a, timestamp '2024-01-02 03:04:05' at time zone 'UTC' b, ` +
+		`timestamp '2024-01-02 03:04:05.123456' AT TIME ZONE 'America/New_York' c, timestamp '2024-01-02 03:04:05 +05:30' d, ` +
+		`timestamp '2024-01-02 03:04:05 UTC' at time zone '-08:00' e, hour(timestamp '2024-01-02 03:04:05' at time zone 'Asia/Tokyo') h`
+	got := runNPMIn(t, ts.addr, "alice", "", "", npmStep{Name: "sel", SQL: sel})
+	o := got["sel"].OK
+	if o == nil {
+		t.Fatalf("npm: %+v", got["sel"].Error)
+	}
+	const wantTypes = "[timestamp(3) with time zone timestamp(0) with time zone timestamp(6) with time zone timestamp(0) with time zone timestamp(0) with time zone bigint]"
+	const wantRows = "[[2024-01-02 03:04:05.123 America/New_York 2024-01-02 03:04:05 UTC 2024-01-01 22:04:05.123456 America/New_York " +
+		"2024-01-02 03:04:05 +05:30 2024-01-01 19:04:05 -08:00 12]]"
+	if fmt.Sprint(o.Types) != wantTypes || fmt.Sprint(o.Rows) != wantRows {
+		t.Errorf("npm: %v %v\n want %s %s", o.Types, o.Rows, wantTypes, wantRows)
+	}
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	var a, b, c, d, e time.Time
+	var h int64
+	if err := db.QueryRow(sel).Scan(&a, &b, &c, &d, &e, &h); err != nil {
+		t.Fatal(err)
+	}
+	instant := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, c := range []struct {
+		got  time.Time
+		want time.Time
+		zone string
+	}{
+		{a, time.Date(2024, 1, 2, 8, 4, 5, 123e6, time.UTC), "America/New_York"},
+		{b, instant, "UTC"},
+		{c, instant.Add(123456 * time.Microsecond), "America/New_York"},
+		{d, instant.Add(-330 * time.Minute), ""},
+		{e, instant, ""},
+	} {
+		if !c.got.Equal(c.want) || c.zone != "" && c.got.Location().String() != c.zone {
+			t.Errorf("go client, column %d: %v (%s), want %v in %s", i, c.got, c.got.Location(), c.want, c.zone)
+		}
+	}
+	if h != 12 {
+		t.Errorf("hour in Tokyo: %d, want 12", h)
+	}
+}
+
+// Trino's map(array[...], array[...]) on PostgreSQL (a jsonb object there) is announced as
+// Trino's map of its literals' types and written as a JSON object, through both clients.
+func TestMapsOnPostgres(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
+	const sel = `select map(array['a', 'bc'], array[1, 2]) m, map(array[1], array[true]) n, map(array['x'], array[3000000000]), ` +
+		`element_at(map(array['a'], array[7]), 'a') e`
+	got := runNPMIn(t, ts.addr, "alice", "", "", npmStep{Name: "sel", SQL: sel})
+	o := got["sel"].OK
+	if o == nil {
+		t.Fatalf("npm: %+v", got["sel"].Error)
+	}
+	const wantTypes = "[map(varchar(2), integer) map(integer, boolean) map(varchar(1), bigint) integer]"
+	const wantRows = "[[map[a:1 bc:2] map[1:true] map[x:3e+09] 7]]" // the probe's JSON read as float64
+	if fmt.Sprint(o.Types) != wantTypes || fmt.Sprint(o.Rows) != wantRows || fmt.Sprint(o.Names) != "[m n _col2 e]" {
+		t.Errorf("npm: %v %v %v\n want %s %s", o.Names, o.Types, o.Rows, wantTypes, wantRows)
+	}
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	var mm, nn any
+	if err := db.QueryRow(`select map(array['a', 'bc'], array[1, 2]), map(array[1], array[true])`).Scan(&mm, &nn); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(mm) != "map[a:1 bc:2]" || fmt.Sprint(nn) != "map[1:true]" {
+		t.Errorf("go client: %v %v", mm, nn)
 	}
 }

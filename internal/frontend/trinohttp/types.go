@@ -65,6 +65,9 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	if n := varcharLength(f); n > 0 && isString(f.Type) {
 		return fmt.Sprintf("varchar(%d)", n), TypeSignature{RawType: "varchar", Arguments: []TypeArgument{longArg(n)}}
 	}
+	if name, sig, ok := declaredMap(f); ok {
+		return name, sig
+	}
 	if isUUID(f) {
 		return simple("uuid")
 	}
@@ -109,11 +112,15 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 		return simple("date")
 	case *arrow.TimestampType:
 		p := int64(timestampDigits(f, t))
+		tz := t.TimeZone
+		if tz == "" {
+			tz = metaValue(f, metaTrinoZone) // a zone's wall times (declared.go)
+		}
 		raw := "timestamp"
-		if t.TimeZone != "" {
+		if tz != "" {
 			raw = "timestamp with time zone"
 		}
-		return fmt.Sprintf("%s(%d)%s", "timestamp", p, tzSuffix(t.TimeZone)), TypeSignature{RawType: raw, Arguments: []TypeArgument{longArg(p)}}
+		return fmt.Sprintf("%s(%d)%s", "timestamp", p, tzSuffix(tz)), TypeSignature{RawType: raw, Arguments: []TypeArgument{longArg(p)}}
 	case *arrow.Time32Type:
 		p := int64(timeDigits(f, t.Unit))
 		return fmt.Sprintf("time(%d)", p), TypeSignature{RawType: "time", Arguments: []TypeArgument{longArg(p)}}
@@ -470,8 +477,19 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 				return v
 			}
 		}
+		if f.Metadata.Len() == 0 || metaValue(f, engine.MetaTrinoDeclared) == "" {
+			return a.Value(i)
+		}
 		if n := declaredChar(f); n > 0 {
 			return charText(a.Value(i), n)
+		}
+		if _, _, ok := declaredMap(f); ok {
+			var m map[string]any // a jsonb object: Trino writes a map as a JSON object
+			d := json.NewDecoder(strings.NewReader(a.Value(i)))
+			d.UseNumber()
+			if d.Decode(&m) == nil {
+				return m
+			}
 		}
 		return a.Value(i)
 	case *array.LargeString:
@@ -496,6 +514,10 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 		s := v.Format(time.DateTime) + fraction(v.Nanosecond(), timestampDigits(f, t))
 		if t.TimeZone != "" {
 			s += " UTC"
+		} else if f.Metadata.Len() > 0 {
+			if zone := metaValue(f, metaTrinoZone); zone != "" {
+				s += " " + zone // wall times in the zone a Trino client's statement named
+			}
 		}
 		return s
 	case *array.Time32:
@@ -573,4 +595,39 @@ func fraction(nanos, digits int) string {
 func timeOfDay(d time.Duration, digits int) string {
 	h, m, s := int64(d/time.Hour), int64(d/time.Minute)%60, int64(d/time.Second)%60
 	return fmt.Sprintf("%02d:%02d:%02d", h, m, s) + fraction(int(d%time.Second), digits)
+}
+
+// declaredMap is the map(K, V) its statement declared for a column an engine gives as a JSON
+// object (PostgreSQL's jsonb; declared.go), K and V scalars; ok is false for any other column.
+func declaredMap(f arrow.Field) (string, TypeSignature, bool) {
+	if f.Metadata.Len() == 0 || !isString(f.Type) {
+		return "", TypeSignature{}, false
+	}
+	name := metaValue(f, engine.MetaTrinoDeclared)
+	inner, ok := strings.CutPrefix(name, "map(")
+	if !ok || !strings.HasSuffix(inner, ")") {
+		return "", TypeSignature{}, false
+	}
+	k, v, ok := strings.Cut(strings.TrimSuffix(inner, ")"), ", ")
+	ks, kok := scalarSignature(k)
+	vs, vok := scalarSignature(v)
+	if !ok || !kok || !vok {
+		return "", TypeSignature{}, false
+	}
+	return name, TypeSignature{RawType: "map", Arguments: []TypeArgument{{Kind: "TYPE", Value: ks}, {Kind: "TYPE", Value: vs}}}, true
+}
+
+// scalarSignature is the signature of a scalar type's name: varchar(n), integer, bigint,
+// boolean.
+func scalarSignature(name string) (TypeSignature, bool) {
+	if n, ok := strings.CutPrefix(name, "varchar("); ok {
+		length, err := strconv.ParseInt(strings.TrimSuffix(n, ")"), 10, 64)
+		return TypeSignature{RawType: "varchar", Arguments: []TypeArgument{longArg(length)}}, err == nil
+	}
+	switch name {
+	case "integer", "bigint", "boolean":
+		_, sig := simple(name)
+		return sig, true
+	}
+	return TypeSignature{}, false
 }

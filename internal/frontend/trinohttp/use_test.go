@@ -2,6 +2,7 @@ package trinohttp
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 
@@ -122,6 +123,86 @@ func TestUseChecksTheSchemaAndNamesResolveInIt(t *testing.T) {
 				}
 				if err := other.QueryRow("SELECT v FROM t WHERE length(?) > 0", "x").Scan(&n); err != nil || n != 1 {
 					t.Fatalf("%d: a client of schema %s, with a parameter: %d, %v", i, c.home, n, err)
+				}
+			}
+		})
+	}
+}
+
+// USE inside a transaction switches the schema its next statements resolve names in, as out of
+// one: the transaction's pinned engine connection follows the client's schema (PostgreSQL's
+// search_path, DuckDB's, MariaDB's database). After the transaction, committed or rolled back,
+// the pool's connection resolves each client's names in its own schema again.
+func TestUseInsideATransactionSwitchesTheSchema(t *testing.T) {
+	maria, _, mariaA := frontendtest.MariaDB(t)
+	_, _, mariaB := frontendtest.MariaDB(t)
+	pg := postgresBackend(t)
+	duck := duckBackend(t)
+	for _, e := range []struct {
+		b *frontendtest.Backend
+		a string
+	}{{pg, "public"}, {duck, "main"}} {
+		for _, sql := range []string{"CREATE SCHEMA sales", "CREATE TABLE sales.t (v varchar)", "INSERT INTO sales.t VALUES ('b')",
+			"CREATE TABLE " + e.a + ".t (v varchar)", "INSERT INTO " + e.a + ".t VALUES ('a')"} {
+			frontendtest.Exec(t, e.b.Engine, sql)
+		}
+	}
+	for _, sql := range []string{"CREATE TABLE " + mariaA + ".t (v varchar(5))", "INSERT INTO " + mariaA + ".t VALUES ('a')",
+		"CREATE TABLE " + mariaB + ".t (v varchar(5))", "INSERT INTO " + mariaB + ".t VALUES ('b')"} {
+		frontendtest.Exec(t, maria, sql)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, catalog, a, b string
+		backend             *frontendtest.Backend
+	}{
+		{"postgres", "pg", "public", "sales", pg},
+		{"duckdb", "duck", "main", "sales", duck},
+		{"mariadb", "maria", mariaA, mariaB, frontendtest.NewBackend(maria)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts := startServer(t, c.backend, Options{})
+			db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: c.catalog, Schema: c.a})
+			db.SetMaxOpenConns(1)
+			other := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: c.catalog, Schema: c.a})
+			otherB := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: c.catalog, Schema: c.b})
+			read := func(q interface {
+				QueryRowContext(context.Context, string, ...any) *sql.Row
+			}, want, when string) {
+				t.Helper()
+				var v string
+				if err := q.QueryRowContext(ctx, "SELECT v FROM t").Scan(&v); err != nil || v != want {
+					t.Fatalf("%s: t's v %q, %v; want %q", when, v, err, want)
+				}
+			}
+			for i, end := range []string{"commit", "rollback", "commit"} {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				read(tx, "a", fmt.Sprintf("%d: in the transaction, before USE", i))
+				if _, err := tx.ExecContext(ctx, "USE "+c.catalog+`."`+c.b+`"`); err != nil {
+					t.Fatalf("%d: USE in the transaction: %v", i, err)
+				}
+				read(tx, "b", fmt.Sprintf("%d: in the transaction, after USE %s", i, c.b))
+				if _, err := tx.ExecContext(ctx, "USE "+c.catalog+`."`+c.a+`"`); err != nil {
+					t.Fatalf("%d: USE back in the transaction: %v", i, err)
+				}
+				read(tx, "a", fmt.Sprintf("%d: in the transaction, after USE %s", i, c.a))
+				if _, err := tx.ExecContext(ctx, "USE "+c.catalog+`."`+c.b+`"`); err != nil {
+					t.Fatalf("%d: USE in the transaction: %v", i, err)
+				}
+				if end == "commit" {
+					err = tx.Commit()
+				} else {
+					err = tx.Rollback()
+				}
+				if err != nil {
+					t.Fatalf("%d: %s: %v", i, end, err)
+				}
+				for j := range 3 { // the pool's connections, the transaction's among them
+					read(otherB, "b", fmt.Sprintf("%d.%d: another client of %s after the %s", i, j, c.b, end))
+					read(other, "a", fmt.Sprintf("%d.%d: another client of %s after the %s", i, j, c.a, end))
 				}
 			}
 		})

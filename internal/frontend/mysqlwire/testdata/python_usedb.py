@@ -55,3 +55,18 @@ probe("begin", q("begin"))
 probe("use missing in a transaction", q("use " + missing))
 probe("database in the transaction", current)
 probe("commit", q("commit"))
+
+
+def connect(to):
+    def run():
+        d = driver.connect(host=host, port=int(port), user=user, passwd=password, db=to, autocommit=True)
+        cur = d.cursor()
+        cur.execute("select database() = %s", (to,))
+        r = [list(x) for x in cur.fetchall()]
+        d.close()
+        return r
+    return run
+
+
+probe("connect to the database", connect(db))
+probe("connect to a missing database", connect(missing))

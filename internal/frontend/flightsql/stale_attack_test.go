@@ -1,0 +1,128 @@
+package flightsql
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/queryflux/queryflux/internal/forward"
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/node/env"
+	"github.com/queryflux/queryflux/node/workerapi"
+)
+
+// fakeFlightOwner answers at an address the peer list still gives to w2: a DoGet gets made-up
+// rows under a made-up owner proof.
+type fakeFlightOwner struct {
+	flight.BaseFlightServer
+	got int
+}
+
+func (o *fakeFlightOwner) DoGet(_ *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	o.got++
+	_ = stream.SetHeader(metadata.Pairs(strings.ToLower(forward.HeaderOwnerProof), strings.Repeat("cd", 32)))
+	schema := arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.BinaryTypes.String}}, nil)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer bld.Release()
+	bld.Field(0).(*array.StringBuilder).Append("made-up rows")
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema))
+	defer w.Close()
+	return w.Write(rec)
+}
+
+type flightPeers []workerapi.Peer
+
+func (p flightPeers) Peers() []workerapi.Peer          { return p }
+func (flightPeers) RefreshPeers(context.Context) error { return nil }
+
+// flightWorker starts a Flight SQL server for worker name on a loopback port, its forwarder
+// listing peers and advertising its own address. Its client and address.
+func flightWorker(t *testing.T, name string, peers flightPeers) (*fsql.Client, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := "grpc+tcp://" + l.Addr().String()
+	fwd, err := forward.New(forward.Options{Env: env.Real(slog.New(slog.DiscardHandler)), Name: name, Secret: "flight-stale-secret",
+		Directory: peers, Client: forward.NewClient(nil), Advertised: func() map[string]string { return map[string]string{forward.FlightSQL: ep} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _, _ := frontendtest.MariaDB(t)
+	s, err := NewServer(frontendtest.NewBackend(eng), Options{Forward: fwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	c, err := fsql.NewClient(l.Addr().String(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, ep
+}
+
+// TestAFlightTicketFetchedFromAStalePeerAddressGetsNoMadeUpRows: w1's peer list still names w2 at
+// an address a host now answers as w2 would (a made-up owner proof, made-up rows). A DoGet of a
+// ticket w2 issued, made at w1, gets NotFound (as for a gone owner), not that host's rows. From
+// the genuine w2 the same ticket's rows come through w1.
+func TestAFlightTicketFetchedFromAStalePeerAddressGetsNoMadeUpRows(t *testing.T) {
+	gs := grpc.NewServer()
+	fake := &fakeFlightOwner{}
+	flight.RegisterFlightServiceServer(gs, fake)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go gs.Serve(l)
+	t.Cleanup(gs.Stop)
+
+	c2, ep2 := flightWorker(t, "w2", nil)
+	ctx := context.Background()
+	info, err := c2.Execute(ctx, "SELECT 'owner rows' AS v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticket := info.Endpoint[0].Ticket
+
+	stale, _ := flightWorker(t, "w1", flightPeers{{Name: "w2", Healthy: true, Endpoints: map[string]string{forward.FlightSQL: "grpc+tcp://" + l.Addr().String()}}})
+	r, err := stale.DoGet(ctx, ticket)
+	if err == nil {
+		for r.Next() {
+			t.Errorf("the ticket fetched through w1 from the host at w2's old address: %v", r.RecordBatch())
+		}
+		err = r.Err()
+		r.Release()
+	}
+	if status.Code(err) != codes.NotFound || fake.got != 1 {
+		t.Fatalf("the ticket fetched through w1 from the host at w2's old address: %v (the host got %d DoGets); want NotFound", err, fake.got)
+	}
+
+	c1, _ := flightWorker(t, "w1", flightPeers{{Name: "w2", Healthy: true, Endpoints: map[string]string{forward.FlightSQL: ep2}}})
+	r, err = c1.DoGet(ctx, ticket)
+	if err != nil {
+		t.Fatalf("the ticket fetched through w1 from the genuine w2: %v", err)
+	}
+	defer r.Release()
+	if !r.Next() || r.RecordBatch().Column(0).(*array.String).Value(0) != "owner rows" {
+		t.Fatalf("the ticket fetched through w1 from the genuine w2: %v", r.Err())
+	}
+}
