@@ -147,19 +147,31 @@ func decodeStrict(data []byte, v any, prefix string) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return fieldError(prefix, "trailing data after the JSON object")
 	}
+	// A key in another case (encoding/json takes it), or given twice (it keeps the last).
+	fe := workerapi.ExactKeys(data, v)
+	if fe == nil {
+		fe = workerapi.CheckBody(data)
+	}
+	if fe != nil {
+		fe.Field = joinField(prefix, fe.Field)
+		return fe
+	}
 	return nil
 }
 
-func jsonError(err error, data []byte, prefix string) error {
-	join := func(f string) string {
-		switch {
-		case prefix == "":
-			return f
-		case f == "":
-			return prefix
-		}
-		return prefix + "." + f
+// joinField is field under prefix.
+func joinField(prefix, field string) string {
+	switch {
+	case prefix == "":
+		return field
+	case field == "":
+		return prefix
 	}
+	return prefix + "." + field
+}
+
+func jsonError(err error, data []byte, prefix string) error {
+	join := func(f string) string { return joinField(prefix, f) }
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		return fieldError(join(typeErr.Field), "must be a JSON %s, not %s", typeErr.Type.Kind(), typeErr.Value)

@@ -17,9 +17,13 @@ import (
 // unknown field, bad JSON), and DecodeBatch then decodes the body with encoding/json, whose
 // verdict and errors stand. So it only ever takes a shortcut, never a decision.
 //
-// Strings with escapes or invalid UTF-8 are decoded by encoding/json one by one. Short values
+// Strings with escapes are decoded by encoding/json one by one; a body that is not valid UTF-8
+// is the strict path's (which refuses it, naming the field). Short values
 // that repeat within a batch (users, groups, statuses, parameterized SQL) are allocated once.
 func decodeBatchFast(data []byte) (b *QueryRecordBatchV1, ok bool) {
+	if !utf8.Valid(data) { // encoding/json would take it altered; the strict path refuses it
+		return nil, false
+	}
 	s := &scanner{data: data, interned: map[string]string{}}
 	b = &QueryRecordBatchV1{}
 	if !s.consume('{') {

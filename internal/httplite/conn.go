@@ -67,6 +67,10 @@ type conn struct {
 	handoverTimer *time.Timer
 	timerArmed    bool // it will fire, at timerDue
 	timerDue      time.Time
+
+	// The idle deadline and the answers' write deadline as extendRead and extendWrite last set
+	// them; zero once anything else set that deadline.
+	readSoft, writeSoft time.Time
 }
 
 // hand is the hand-over of one detached (or awaited) handler's connection.
@@ -90,6 +94,44 @@ func newConn(s *Server, rwc net.Conn, over bool) *conn {
 	c.base = new(http.Request).WithContext(c.ctx)
 	return c
 }
+
+// setReadDeadline and setWriteDeadline set the connection's deadlines; every setting but
+// extendRead's and extendWrite's goes through them.
+func (c *conn) setReadDeadline(t time.Time) {
+	c.readSoft = time.Time{}
+	_ = c.rwc.SetReadDeadline(t)
+}
+
+func (c *conn) setWriteDeadline(t time.Time) {
+	c.writeSoft = time.Time{}
+	_ = c.rwc.SetWriteDeadline(t)
+}
+
+// extendRead gives the reads from now timeout (the idle wait for the next request), and
+// extendWrite gives the writes from now timeout (an answer's): unless the deadline one of them
+// set last is still the connection's and no more than deadlineSlack(timeout) earlier than now
+// plus timeout. A connection serving request after request then sets each deadline about once
+// a second, where a setting per request was two changes of the runtime's timers a statement
+// (1,500 instructions of a Trino SELECT 1: RESULTS.md, "(#22, 2026-12-06, session 39,
+// trinoperf)"). A timeout is thereby served within deadlineSlack short of its length, never
+// longer.
+func (c *conn) extendRead(timeout time.Duration) {
+	if due := time.Now().Add(timeout); c.readSoft.IsZero() || due.Sub(c.readSoft) > deadlineSlack(timeout) {
+		_ = c.rwc.SetReadDeadline(due)
+		c.readSoft = due
+	}
+}
+
+func (c *conn) extendWrite(timeout time.Duration) {
+	if due := time.Now().Add(timeout); c.writeSoft.IsZero() || due.Sub(c.writeSoft) > deadlineSlack(timeout) {
+		_ = c.rwc.SetWriteDeadline(due)
+		c.writeSoft = due
+	}
+}
+
+// deadlineSlack is how much earlier than asked a deadline extendRead or extendWrite left may
+// fall: a sixteenth of its timeout, at most a second.
+func deadlineSlack(timeout time.Duration) time.Duration { return min(timeout/16, time.Second) }
 
 // connReader reads the connection for the bufio.Reader: at most limit bytes while a request's
 // head is read (limit < 0: no bound), and first the byte a watch read, if it read one.
@@ -172,7 +214,7 @@ func (c *conn) end() {
 func (c *conn) readRequest() (*http.Request, bool) {
 	limits := c.s.opts.Limits
 	if c.br.Buffered() == 0 {
-		_ = c.rwc.SetReadDeadline(time.Now().Add(limits.IdleTimeout))
+		c.extendRead(limits.IdleTimeout)
 		if _, err := c.br.Peek(1); err != nil {
 			return nil, false
 		}
@@ -184,7 +226,7 @@ func (c *conn) readRequest() (*http.Request, bool) {
 	if req, ok := parseHead(c.br, headMax, c.base); ok {
 		return c.checked(req, true)
 	}
-	_ = c.rwc.SetReadDeadline(time.Now().Add(limits.HandshakeTimeout))
+	c.setReadDeadline(time.Now().Add(limits.HandshakeTimeout))
 	c.in.limit, c.in.hit = int64(headMax), false
 	req, err := http.ReadRequest(c.br)
 	limit := c.in.hit
@@ -275,7 +317,7 @@ const lingerTimeout = 500 * time.Millisecond
 // refuse answers a request that reached no handler; the connection then closes.
 func (c *conn) refuse(status int, msg string) {
 	c.linger = true
-	_ = c.rwc.SetWriteDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
+	c.setWriteDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
 	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
 		status, http.StatusText(status), len(msg), msg)
 	_ = c.bw.Flush()
@@ -327,10 +369,10 @@ func (c *conn) serveRequest(req *http.Request) int {
 		w.reqBody = &w.bodyKept
 		req.Body = w.reqBody
 		if timed {
-			_ = c.rwc.SetReadDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
+			c.setReadDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
 		}
 	case w.watched:
-		_ = c.rwc.SetReadDeadline(time.Time{})
+		c.setReadDeadline(time.Time{})
 	}
 	if ctx != req.Context() {
 		req = req.WithContext(ctx)
@@ -579,7 +621,7 @@ func (c *conn) stopWatch() {
 		return
 	}
 	c.stopping.Store(true)
-	_ = c.rwc.SetReadDeadline(aLongTimeAgo)
+	c.setReadDeadline(aLongTimeAgo)
 	<-c.watchDone
 	c.watchDone = nil
 	c.stopping.Store(false)
@@ -622,7 +664,7 @@ func (b *body) Read(p []byte) (int, error) {
 	if b.expect && !b.continued {
 		b.continued = true
 		if !b.w.sent {
-			_ = b.c.rwc.SetWriteDeadline(time.Now().Add(b.c.s.opts.Limits.MessageTimeout))
+			b.c.setWriteDeadline(time.Now().Add(b.c.s.opts.Limits.MessageTimeout))
 			_, _ = b.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
 			_ = b.c.bw.Flush()
 		}
@@ -632,7 +674,7 @@ func (b *body) Read(p []byte) (int, error) {
 	if err != nil {
 		b.ended, b.failed = true, !errors.Is(err, io.EOF)
 		if !b.failed && b.timed {
-			_ = b.c.rwc.SetReadDeadline(time.Time{})
+			b.c.setReadDeadline(time.Time{})
 		}
 		if !b.failed {
 			if b.w.onBodyEnd != nil {

@@ -131,8 +131,15 @@ func (w *response) FlushError() error {
 }
 
 // SetReadDeadline and SetWriteDeadline serve http.ResponseController.
-func (w *response) SetReadDeadline(t time.Time) error  { return w.c.rwc.SetReadDeadline(t) }
-func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error {
+	w.c.readSoft = time.Time{}
+	return w.c.rwc.SetReadDeadline(t)
+}
+
+func (w *response) SetWriteDeadline(t time.Time) error {
+	w.c.writeSoft = time.Time{}
+	return w.c.rwc.SetWriteDeadline(t)
+}
 
 // finish ends the answer once the handler returned: its head and body if none went out yet,
 // the last chunk and the trailers, then one flush to the client.
@@ -282,7 +289,7 @@ func writeField(bw interface {
 // armWrite gives the writes of an answer MessageTimeout (re-armed at each Flush), so that a
 // client that stops reading holds its connection no longer than that.
 func (c *conn) armWrite() {
-	_ = c.rwc.SetWriteDeadline(time.Now().Add(c.s.opts.Limits.MessageTimeout))
+	c.extendWrite(c.s.opts.Limits.MessageTimeout)
 }
 
 // dateField is the Date field of the current second, made once a second.

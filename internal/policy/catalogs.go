@@ -157,6 +157,9 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 	depth := 0
 	show := st[0].IsWord("show")
 	showFroms := 0
+	if show {
+		showAcrossDatabases(st, add)
+	}
 	database := databaseNameIndex(st)
 	for i := 0; i < len(st); i++ {
 		t := st[i]
@@ -199,6 +202,8 @@ func scanStatement(st []sqltok.Token, add func(string)) {
 		case len(parts) == 2 && next < len(st) && st[next].Kind == sqltok.Punct && st[next].Text == "(":
 			add(parts[0])
 		case len(parts) == 2 && tablePosition:
+			add(parts[0])
+		case len(parts) == 2 && show && prev.IsWord("code"): // SHOW PROCEDURE | FUNCTION CODE db.p
 			add(parts[0])
 		case show && prev.IsWord("from", "in"):
 			showFroms++
@@ -294,6 +299,83 @@ func databaseNameIndex(st []sqltok.Token) int {
 		return j
 	}
 	return -1
+}
+
+// showAcrossDatabases adds what a SHOW that lists objects of every database at once names:
+// SHOW PROCEDURE | FUNCTION | PACKAGE [BODY] STATUS (every database's routines, their names,
+// definers, comments), SHOW OPEN TABLES without FROM (every database's open tables), MariaDB's
+// SHOW TABLE_STATISTICS and INDEX_STATISTICS. Its LIKE filters names, not databases: it names
+// every database (catalogAll), unless its WHERE pins one, the column of databases (Db, or
+// Database) equal to a literal, or to DATABASE() (the session's), and nothing ORed with it.
+func showAcrossDatabases(st []sqltok.Token, add func(string)) {
+	column, rest := "", -1
+	switch {
+	case len(st) > 2 && st[1].IsWord("procedure", "function", "package") && st[2].IsWord("status"):
+		column, rest = "db", 3
+	case len(st) > 3 && st[1].IsWord("package") && st[2].IsWord("body") && st[3].IsWord("status"):
+		column, rest = "db", 4
+	case len(st) > 2 && st[1].IsWord("open") && st[2].IsWord("tables"):
+		if len(st) > 3 && st[3].IsWord("from", "in") {
+			return // FROM db: the database is named (scanStatement)
+		}
+		column, rest = "database", 3
+	case len(st) > 1 && st[1].IsWord("table_statistics", "index_statistics"):
+		add(catalogAll)
+		return
+	default:
+		return
+	}
+	if db, ok := pinnedDatabase(st[rest:], column); ok {
+		if db != "" {
+			add(db)
+		}
+		return
+	}
+	add(catalogAll)
+}
+
+// pinnedDatabase reads a SHOW's filter, st from its LIKE or WHERE: the database a WHERE pins its
+// column of databases to ("" for DATABASE(), the session's), with ok; ok false for no filter, a
+// LIKE, or a WHERE that may let other databases through (an OR, XOR or ||, a literal with a
+// backslash, which readings with and without escapes take apart).
+func pinnedDatabase(st []sqltok.Token, column string) (string, bool) {
+	if len(st) < 4 || !st[0].IsWord("where") {
+		return "", false
+	}
+	for _, t := range st[1:] {
+		if t.IsWord("or", "xor") || t.Kind == sqltok.Operator && strings.Contains(t.Text, "||") {
+			return "", false
+		}
+	}
+	isColumn := func(t sqltok.Token) bool {
+		name, ok := namePart(t)
+		return ok && strings.EqualFold(name, column)
+	}
+	value := func(at int) (string, int, bool) {
+		t := st[at]
+		switch {
+		case t.Kind == sqltok.String && !t.Unterminated && t.Text[0] == '\'' && !strings.Contains(t.Text, `\`):
+			return sqltok.MySQLStringValue(t.Text), at + 1, true
+		case t.IsWord("database", "schema") && at+2 < len(st) && st[at+1].Text == "(" && st[at+2].Text == ")":
+			return "", at + 3, true
+		}
+		return "", at, false
+	}
+	isEq := func(t sqltok.Token) bool { return t.Kind == sqltok.Operator && t.Text == "=" }
+	var db string
+	var end int
+	var ok bool
+	switch {
+	case isColumn(st[1]) && isEq(st[2]):
+		db, end, ok = value(3)
+	case isEq(st[2]) && isColumn(st[3]):
+		db, _, ok = value(1)
+		end = 4
+	}
+	if !ok || end < len(st) && !st[end].IsWord("and") {
+		return "", false
+	}
+	return db, true
 }
 
 // showListsTables reports whether the SHOW statement st lists a database's tables, triggers or

@@ -87,6 +87,19 @@ func decodeStrict(data []byte, v any) error {
 		return fieldErr("", "trailing data after the JSON object")
 	}
 	// encoding/json matches keys case-insensitively; the wire format does not.
+	if fe := ExactKeys(data, v); fe != nil {
+		return fe
+	}
+	if fe := CheckBody(data); fe != nil {
+		return fe
+	}
+	return nil
+}
+
+// ExactKeys reports, as a *FieldError naming it, the first key of data (one JSON value that
+// decoded into v, a pointer) that names a field only in another letter case, which
+// encoding/json takes and the wire format does not; nil when there is none.
+func ExactKeys(data []byte, v any) *FieldError {
 	if path := inexactKey(data, reflect.TypeOf(v).Elem()); path != "" {
 		return fieldErr(path, "unknown field (keys are case-sensitive)")
 	}

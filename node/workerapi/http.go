@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // BearerToken returns the token of an "Authorization: Bearer <token>" header.
@@ -81,6 +82,9 @@ func ReadBody(r *http.Request, mediaType string) ([]byte, error) {
 	}
 	if len(data) > BodyBytesMax {
 		return nil, &FieldError{Field: "", Msg: fmt.Sprintf("body larger than %d bytes", BodyBytesMax)}
+	}
+	if !utf8.Valid(data) { // encoding/json, and the endpoints' own readers, would take it altered
+		return nil, CheckBody(data)
 	}
 	return data, nil
 }
