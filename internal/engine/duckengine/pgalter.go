@@ -248,7 +248,9 @@ func isConstant(text string) bool {
 // dropForeignKey is ALTER TABLE t DROP CONSTRAINT [IF EXISTS] name [CASCADE | RESTRICT] of a
 // foreign key, which DuckDB cannot drop (Sequelize's sync({alter: true}) drops and adds every
 // key again): the table is created again without it, its rows and indexes kept, unless another
-// table's key references it. Any other constraint is DuckDB's to refuse.
+// table's key references it. A unique constraint ALTER TABLE ... ADD CONSTRAINT c UNIQUE added
+// is an index named c (pgddl.go): its index is dropped (Django's RemoveConstraint). Any other
+// constraint is DuckDB's to refuse.
 type dropForeignKey struct {
 	schema, table, name string
 	ifExists            bool
@@ -308,8 +310,20 @@ func (d dropForeignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (que
 		WHERE c.contype = 'f' AND c.conname = ? AND t.database_name = current_database()
 		AND t.schema_name = coalesce(nullif(?, ''), current_schema()) AND lower(t.table_name) = lower(?)`,
 		d.name, d.schema, d.table).Scan(&text, &ddl, &referenced)
-	if err == sql.ErrNoRows { // not a foreign key: DuckDB's
-		if err := runAll(ctx, conn, []string{pgCompat(&query.Request{SQL: d.sqlText, Protocol: query.ProtocolPostgres})}, inTx); err != nil {
+	if err == sql.ErrNoRows { // not a foreign key: DuckDB's, or the index of a unique constraint ALTER TABLE added
+		stmt := pgCompat(&query.Request{SQL: d.sqlText, Protocol: query.ProtocolPostgres})
+		if index, err := (renameConstraint{schema: d.schema, from: d.name}).uniqueIndex(ctx, conn, d.table); err != nil {
+			return nil, err
+		} else if index != "" {
+			stmt = "DROP INDEX " + qualified(d.schema, d.name)
+		} else if named, err := d.named(ctx, conn); err != nil {
+			return nil, err
+		} else if !named && d.ifExists {
+			return engine.TagRows("ALTER TABLE"), nil // PostgreSQL: a notice, "does not exist, skipping"
+		} else if !named {
+			return nil, &query.Error{Code: sqlstate.UndefinedObject, Message: `constraint "` + d.name + `" of relation "` + d.table + `" does not exist`}
+		}
+		if err := runAll(ctx, conn, []string{stmt}, inTx); err != nil {
 			return nil, err
 		}
 		return engine.TagRows("ALTER TABLE"), nil
@@ -317,6 +331,15 @@ func (d dropForeignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (que
 		return nil, wrapErr(err)
 	}
 	return d.dropKey(ctx, conn, inTx, text, ddl, referenced, nil)
+}
+
+// named reports whether d's table has a constraint named as d's.
+func (d dropForeignKey) named(ctx context.Context, conn *sql.Conn) (bool, error) {
+	var n int
+	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM `+compatPrefix+`qf_pg_constraint c JOIN duckdb_tables() t ON t.table_oid = c.conrelid
+		WHERE c.conname = ? AND t.database_name = current_database() AND t.schema_name = coalesce(nullif(?, ''), current_schema())
+		AND lower(t.table_name) = lower(?)`, d.name, d.schema, d.table).Scan(&n)
+	return n > 0, wrapErr(err)
 }
 
 // dropKey creates d's table (ddl its DuckDB text) again without the key whose text that is,
