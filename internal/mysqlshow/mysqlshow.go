@@ -404,7 +404,10 @@ func columnsSQL(cols string, full bool) string {
 	if full {
 		b.WriteString(`CASE WHEN type = 'text' OR type LIKE '%char(%' THEN 'utf8mb4_general_ci' END AS "Collation", `)
 	}
-	b.WriteString(`CASE WHEN nullable THEN 'YES' ELSE 'NO' END AS "Null", key AS "Key", dflt AS "Default", extra AS "Extra"`)
+	// dflt is a literal, as SHOW CREATE TABLE writes it; SHOW COLUMNS says a string's value ('x' is x)
+	b.WriteString(`CASE WHEN nullable THEN 'YES' ELSE 'NO' END AS "Null", key AS "Key", ` +
+		`CASE WHEN dflt LIKE '''%''' AND length(dflt) > 1 THEN replace(substr(dflt, 2, length(dflt) - 2), '''''', '''') ELSE dflt END AS "Default", ` +
+		`extra AS "Extra"`)
 	if full {
 		b.WriteString(`, 'select,insert,update,references' AS "Privileges", comment AS "Comment"`)
 	}

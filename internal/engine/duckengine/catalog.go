@@ -394,23 +394,6 @@ var compatSQL = []string{
 		NULL::BIGINT AS "TABLE_ROWS", 'utf8mb4_general_ci' AS "TABLE_COLLATION", '' AS "TABLE_COMMENT"
 		FROM information_schema.tables WHERE table_schema = 'main' AND table_type IN ('BASE TABLE', 'VIEW')
 		AND table_catalog IN (SELECT datname FROM {c}.main.qf_pg_database)`,
-	`CREATE VIEW {c}.main.qf_mysql_columns AS SELECT 'def' AS "TABLE_CATALOG", c.database_name AS "TABLE_SCHEMA",
-		c.table_name AS "TABLE_NAME", c.column_name AS "COLUMN_NAME", c.column_index::BIGINT AS "ORDINAL_POSITION",
-		c.column_default AS "COLUMN_DEFAULT", CASE WHEN c.is_nullable THEN 'YES' ELSE 'NO' END AS "IS_NULLABLE",
-		regexp_replace({c}.main.qf_mysql_type(c.data_type), '[( ].*', '') AS "DATA_TYPE",
-		{c}.main.qf_mysql_type(c.data_type) AS "COLUMN_TYPE",
-		coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END
-			FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name
-			AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name)
-			OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS "COLUMN_KEY",
-		CASE WHEN coalesce(c.column_default LIKE 'nextval(''%qf_ai_%', false) THEN 'auto_increment' ELSE '' END AS "EXTRA",
-		coalesce(c.comment, '') AS "COLUMN_COMMENT",
-		c.character_maximum_length::BIGINT AS "CHARACTER_MAXIMUM_LENGTH", c.numeric_precision::BIGINT AS "NUMERIC_PRECISION",
-		c.numeric_scale::BIGINT AS "NUMERIC_SCALE",
-		CASE WHEN c.data_type LIKE 'VARCHAR%' THEN 'utf8mb4' END AS "CHARACTER_SET_NAME",
-		CASE WHEN c.data_type LIKE 'VARCHAR%' THEN 'utf8mb4_general_ci' END AS "COLLATION_NAME",
-		'select,insert,update,references' AS "PRIVILEGES", 'NEVER' AS "IS_GENERATED", NULL::VARCHAR AS "GENERATION_EXPRESSION"
-		FROM duckdb_columns() c WHERE c.schema_name = 'main' AND c.database_name IN (SELECT datname FROM {c}.main.qf_pg_database)`,
 	// information_schema.triggers, .files and .partitions, as MariaDB's, empty: DuckDB has no
 	// triggers, tablespaces or partitions (mariadb-dump asks them for every dump).
 	`CREATE VIEW {c}.main.qf_mysql_triggers AS SELECT 'def' AS "TRIGGER_CATALOG", NULL::VARCHAR AS "TRIGGER_SCHEMA",

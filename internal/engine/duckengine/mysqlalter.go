@@ -134,6 +134,7 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 	}
 	stmts = append(stmts, keys...)
 	name := identText(table)
+	declared := alterDeclared(name, verb, col, def) // mysqldeclared.go
 	return func(ctx context.Context, conn *sql.Conn, inTx bool) (query.Rows, error) {
 		if err := placeExists(ctx, conn, name, place); err != nil {
 			return nil, err
@@ -143,7 +144,10 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 			return nil, err
 		}
 		if len(stmts) == 0 {
-			return engine.TagRows("ALTER TABLE"), moveColumn(ctx, conn, name, placed, place, inTx)
+			if err := moveColumn(ctx, conn, name, placed, place, inTx); err != nil {
+				return nil, err
+			}
+			return engine.TagRows("ALTER TABLE"), runAll(ctx, conn, declared, inTx)
 		}
 		// In a transaction DuckDB's refusal of an ALTER of a referenced table would fail it
 		// (Knex runs a migration in one): the referencing tables are set aside at once.
@@ -166,6 +170,9 @@ func mysqlAlterTable(q *query.Request) (ownRun, bool) {
 		}
 		if err == nil {
 			err = moveColumn(ctx, conn, name, placed, place, inTx)
+		}
+		if err == nil {
+			err = runAll(ctx, conn, declared, inTx)
 		}
 		if err != nil {
 			return nil, err

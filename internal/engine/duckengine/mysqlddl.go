@@ -69,6 +69,7 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tabl
 	var indexes []inlineKey
 	caseless := map[string]bool{} // the NOCASE text columns
 	aiColumn := ""
+	var declared []declaredColumn // VARCHAR(n) and CHAR(n) columns (mysqldeclared.go)
 	for _, d := range defs {
 		if key, ok := readTableKey(d); ok && !temporary {
 			keys, changed = append(keys, key), true
@@ -93,6 +94,9 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tabl
 		if strings.Contains(text, "COLLATE NOCASE") {
 			caseless[strings.ToLower(identText(d[0]))] = true
 		}
+		if c, ok := mysqlDeclaredColumn(d); ok {
+			declared = append(declared, c)
+		}
 		out = append(out, text)
 	}
 	if !changed || temporary && aiColumn != "" {
@@ -102,6 +106,9 @@ func mysqlCreateTable(sqlText string) (stmts []string, table string, keys []tabl
 	after = append(after, caselessKeyIndexes(ref, table, declaredKeys(defs), caseless)...)
 	if !temporary {
 		after = append(after, uniqueKeyNames(table, defs)...)
+		if len(name) == 1 {
+			after = append(after, mysqlDeclaredColumns(table, declared, nil)...)
+		}
 	}
 	head := "CREATE "
 	if temporary {
@@ -448,7 +455,15 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 		}
 		stmts := slices.Clone(stmts)
 		stmts[len(stmts)-1] = withKeys(stmts[len(stmts)-1], keep)
-		stmts = append(stmts, after...)
+		then := after
+		if h, _ := readCreateTable(q.SQL, sqltok.MySQL); h.ifNotExists {
+			if exists, err := tableExists(ctx, conn, table); err != nil {
+				return nil, err
+			} else if exists { // the table's declaration stays the one it was created with
+				then = slices.DeleteFunc(slices.Clone(after), isDeclaredColumnsStatement)
+			}
+		}
+		stmts = append(stmts, then...)
 		if len(keys) > 0 {
 			stmts = append(stmts, foreignKeyNames(table, keys)...)
 		}

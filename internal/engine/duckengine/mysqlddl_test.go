@@ -41,7 +41,7 @@ func TestMySQLAutoIncrementOnDuckDB(t *testing.T) {
 		{my, "insert into `Odd-T` (`v`) values (3);", "INSERT 9 1"},
 		{pg, `INSERT INTO "Odd-T" (v) VALUES (4)`, "INSERT 0 1"},
 		{my, "INSERT INTO `Odd-T` VALUES (100, 5)", "INSERT explicit:100 1"},
-		{my, "SHOW CREATE TABLE `Odd-T`", "CREATE TABLE `Odd-T` (\n  `id` int(10) unsigned NOT NULL AUTO_INCREMENT,\n  `v` tinyint(4) DEFAULT NULL,\n  PRIMARY KEY (`id`),\n  KEY `v` (`v`)\n) ENGINE=InnoDB AUTO_INCREMENT=101 DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"},
+		{my, "SHOW CREATE TABLE `Odd-T`", "CREATE TABLE `Odd-T` (\n  `id` int(10) unsigned NOT NULL AUTO_INCREMENT,\n  `v` tinyint(1) DEFAULT NULL,\n  PRIMARY KEY (`id`),\n  KEY `v` (`v`)\n) ENGINE=InnoDB AUTO_INCREMENT=101 DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"},
 		{my, "CREATE TABLE IF NOT EXISTS `Odd-T` (id BIGINT AUTO_INCREMENT PRIMARY KEY)", "CREATE TABLE"},
 		{my, "CREATE TABLE `Odd-T` (id BIGINT AUTO_INCREMENT PRIMARY KEY)", "error: 42P07: Table 'Odd-T' already exists"},
 		{my, "INSERT INTO `Odd-T` (v) VALUES (6)", "INSERT 101 1"},

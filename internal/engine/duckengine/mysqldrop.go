@@ -127,6 +127,9 @@ func dropTable(ctx context.Context, conn *sql.Conn, t droppedTable, inTx bool) e
 		return dropReferenced(ctx, conn, t.table, inTx)
 	}
 	_, err := conn.ExecContext(ctx, "DROP TABLE "+tableRef(t.db, t.table))
+	if err == nil && t.db == "" { // its columns' declared types go with it (mysqldeclared.go)
+		_, err = conn.ExecContext(ctx, mysqlDeclaredColumns(t.table, nil, nil)[0])
+	}
 	return err
 }
 

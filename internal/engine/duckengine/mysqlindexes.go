@@ -393,7 +393,7 @@ func (r tableRename) statements(ctx context.Context, conn *sql.Conn) ([]string, 
 			}
 			return r.declaredIndex(renamed.renamedIndex(create))
 		}
-		return append(rebuildFamily(family, renamed.familyDDL, index, renamed.familyName), r.movedKeyNames()), nil
+		return append(append(rebuildFamily(family, renamed.familyDDL, index, renamed.familyName), r.movedKeyNames()), r.movedColumns()...), nil
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT index_name, sql FROM duckdb_indexes() WHERE database_name = current_database()
 		AND schema_name = current_schema() AND lower(table_name) = lower(?) AND sql IS NOT NULL ORDER BY index_oid`, r.from)
@@ -413,7 +413,7 @@ func (r tableRename) statements(ctx context.Context, conn *sql.Conn) ([]string, 
 	if err := rows.Err(); err != nil {
 		return nil, wrapErr(err)
 	}
-	return append(append(drops, "ALTER TABLE "+quoteIdent(r.from)+" RENAME TO "+quoteIdent(r.to)), append(creates, r.movedKeyNames())...), nil
+	return append(append(drops, "ALTER TABLE "+quoteIdent(r.from)+" RENAME TO "+quoteIdent(r.to)), append(append(creates, r.movedKeyNames()), r.movedColumns()...)...), nil
 }
 
 // movedKeyNames is the statement that gives the renamed table its foreign keys' recorded names

@@ -52,6 +52,41 @@ func mysqlRule(letter string) string {
 }
 
 var mysqlInfoSchemaSQL = []string{
+	// qf_mysql_column_type(t, oid, typmod): the MySQL type of a column of DuckDB type t, its
+	// declared type (qf_pg_columns, mysqldeclared.go) a VARCHAR(n) or CHAR(n) of that length, or
+	// TINYINT(1).
+	`CREATE MACRO {c}.main.qf_mysql_column_type(t, type_oid, type_mod) AS CASE
+		WHEN type_oid = 1043 AND type_mod > 4 THEN 'varchar(' || (type_mod - 4) || ')'
+		WHEN type_oid = 1042 AND type_mod > 4 THEN 'char(' || (type_mod - 4) || ')'
+		WHEN type_oid = 21 AND type_mod = 1 AND t = 'TINYINT' THEN 'tinyint(1)' ELSE {c}.main.qf_mysql_type(t) END`,
+	// MySQL's information_schema.COLUMNS (mysqlcompat.go reads a MySQL client's
+	// information_schema.X as qf_mysql_X): a database is DuckDB's catalog, its tables those of
+	// the catalog's main schema; COLUMN_DEFAULT as MariaDB writes it (a string quoted, a number
+	// not, NULL for an AUTO_INCREMENT column's, 'NULL' for that of a column without a default
+	// that takes NULL), a VARCHAR(n)'s length (mysqldeclared.go).
+	`CREATE VIEW {c}.main.qf_mysql_columns AS SELECT 'def' AS "TABLE_CATALOG", c.database_name AS "TABLE_SCHEMA",
+		c.table_name AS "TABLE_NAME", c.column_name AS "COLUMN_NAME", c.column_index::BIGINT AS "ORDINAL_POSITION",
+		CASE WHEN ` + autoIncrement + ` THEN NULL ELSE coalesce(` + mysqlDefault + `, CASE WHEN c.is_nullable THEN 'NULL' END) END AS "COLUMN_DEFAULT",
+		CASE WHEN c.is_nullable THEN 'YES' ELSE 'NO' END AS "IS_NULLABLE",
+		regexp_replace({c}.main.qf_mysql_column_type(c.data_type, c.pg_type_oid, c.pg_typmod), '[( ].*', '') AS "DATA_TYPE",
+		CASE WHEN c.pg_type_oid IN (1042, 1043) AND c.pg_typmod > 4 THEN c.pg_typmod - 4 WHEN c.data_type = 'VARCHAR' THEN 65535
+			ELSE c.character_maximum_length END::BIGINT AS "CHARACTER_MAXIMUM_LENGTH",
+		CASE WHEN c.pg_type_oid IN (1042, 1043) AND c.pg_typmod > 4 THEN (c.pg_typmod - 4) * 4 WHEN c.data_type = 'VARCHAR' THEN 65535
+			END::BIGINT AS "CHARACTER_OCTET_LENGTH",
+		c.numeric_precision::BIGINT AS "NUMERIC_PRECISION", c.numeric_scale::BIGINT AS "NUMERIC_SCALE",
+		CASE WHEN c.data_type = 'TIMESTAMP_S' THEN 0 WHEN c.data_type = 'TIMESTAMP_MS' THEN 3
+			WHEN c.data_type IN ('TIMESTAMP', 'TIMESTAMP WITH TIME ZONE', 'TIME') THEN 6 END::BIGINT AS "DATETIME_PRECISION",
+		CASE WHEN c.data_type LIKE 'VARCHAR%' THEN 'utf8mb4' END AS "CHARACTER_SET_NAME",
+		CASE WHEN c.data_type LIKE 'VARCHAR%' THEN 'utf8mb4_general_ci' END AS "COLLATION_NAME",
+		{c}.main.qf_mysql_column_type(c.data_type, c.pg_type_oid, c.pg_typmod) AS "COLUMN_TYPE",
+		coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END
+			FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name
+			AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name)
+			OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS "COLUMN_KEY",
+		CASE WHEN ` + autoIncrement + ` THEN 'auto_increment' ELSE '' END AS "EXTRA",
+		'select,insert,update,references' AS "PRIVILEGES", coalesce(c.comment, '') AS "COLUMN_COMMENT",
+		'NEVER' AS "IS_GENERATED", NULL::VARCHAR AS "GENERATION_EXPRESSION"
+		FROM {c}.main.qf_pg_columns c WHERE c.schema_name = 'main' AND c.database_name IN (SELECT datname FROM {c}.main.qf_pg_database)`,
 	// qf_mysql_fk_name(db, schema, table, cols, nth, default): the declared name of the nth
 	// foreign key of table's of the columns cols, else default.
 	`CREATE MACRO {c}.main.qf_mysql_fk_name(in_db, in_schema, in_table, in_cols, in_nth, in_default) AS

@@ -33,7 +33,7 @@ func (duckCatalog) Databases() string { return "SELECT datname AS name FROM qf_p
 // Key is PRI for a primary key's columns and UNI for a one-column unique constraint's, as MySQL
 // marks them.
 func (duckCatalog) Columns(db, table string) string {
-	return `SELECT c.table_name AS tbl, c.column_name AS name, qf_mysql_type(c.data_type) AS type, c.is_nullable AS nullable, ` +
+	return `SELECT c.table_name AS tbl, c.column_name AS name, qf_mysql_column_type(c.data_type, c.pg_type_oid, c.pg_typmod) AS type, c.is_nullable AS nullable, ` +
 		`coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END ` +
 		`FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name ` +
 		`AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name) ` +
@@ -41,7 +41,7 @@ func (duckCatalog) Columns(db, table string) string {
 		`CASE WHEN NOT ` + autoIncrement + ` THEN ` + mysqlDefault + ` END AS dflt, ` +
 		`CASE WHEN ` + autoIncrement + ` THEN 'auto_increment' WHEN ` + onUpdate + ` THEN c.comment ELSE '' END AS extra, ` +
 		`CASE WHEN ` + onUpdate + ` THEN '' ELSE coalesce(c.comment, '') END AS comment, c.column_index AS pos ` +
-		`FROM duckdb_columns() c WHERE ` + inSchema("c.database_name", "c.schema_name", db) +
+		`FROM qf_pg_columns c WHERE ` + inSchema("c.database_name", "c.schema_name", db) +
 		` AND lower(c.table_name) = lower(` + sqltok.StandardString(table) + `) ` +
 		`AND (SELECT count(*) FROM (SELECT 1 FROM ` + tableRef(db, table) + ` LIMIT 0)) = 0`
 }
@@ -54,6 +54,8 @@ const mysqlDefault = `CASE WHEN c.column_default ILIKE '%current_timestamp%' THE
 	`CASE WHEN c.data_type = 'TIMESTAMP_MS' THEN '3' WHEN c.data_type IN ('TIMESTAMP', 'TIMESTAMP WITH TIME ZONE') THEN '6' ELSE '' END || ')' ` +
 	`WHEN c.data_type = 'BOOLEAN' AND c.column_default IN ('true', 'CAST(''t'' AS BOOLEAN)') THEN '1' ` +
 	`WHEN c.data_type = 'BOOLEAN' AND c.column_default IN ('false', 'CAST(''f'' AS BOOLEAN)') THEN '0' ` +
+	`WHEN (c.data_type LIKE 'DECIMAL%' OR c.data_type IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', ` +
+	`'UBIGINT', 'HUGEINT', 'FLOAT', 'DOUBLE')) AND regexp_full_match(c.column_default, '''-?[0-9]+(\.[0-9]*)?''') THEN trim(c.column_default, '''') ` +
 	`ELSE c.column_default END`
 
 // multipleKey is MariaDB's MUL for column c, the first of an index or of a unique key of more

@@ -461,6 +461,16 @@ func (d *declaredTable) statements(ctx context.Context, conn *sql.Conn) ([]strin
 func (d *declaredTable) record() []string {
 	stmts := []string{"DELETE FROM " + declaredSchema + ".columns WHERE " + d.declaredWhere(),
 		"DELETE FROM " + declaredSchema + ".constraints WHERE " + d.declaredWhere()}
+	stmts = append(stmts, d.insertColumns()...)
+	for _, c := range d.constraints {
+		stmts = append(stmts, c.insert(d.schema, d.name))
+	}
+	return stmts
+}
+
+// insertColumns is the statement that records the declared columns' types (none without any).
+func (d *declaredTable) insertColumns() []string {
+	var stmts []string
 	if len(d.columns) > 0 {
 		var rows []string
 		for _, c := range d.columns {
@@ -473,9 +483,6 @@ func (d *declaredTable) record() []string {
 		stmts = append(stmts, "INSERT INTO "+declaredSchema+".columns SELECT c.schema_name, c.table_name, c.column_name, c.data_type, v.oid, v.typmod, v.identity "+
 			"FROM (VALUES "+strings.Join(rows, ", ")+") v(col, oid, typmod, identity) JOIN duckdb_columns() c ON c.database_name = current_database() "+
 			"AND c.schema_name = "+schemaExpr(d.schema)+" AND lower(c.table_name) = lower("+quoteString(d.name)+") AND lower(c.column_name) = lower(v.col)")
-	}
-	for _, c := range d.constraints {
-		stmts = append(stmts, c.insert(d.schema, d.name))
 	}
 	return stmts
 }

@@ -37,7 +37,7 @@ func TestMySQLCatalogStatementsOnPostgreSQL(t *testing.T) {
 		}
 	}
 	const cols = "Field,Type,Null,Key,Default,Extra"
-	aCols := "id,int(11),NO,PRI,(null),auto_increment|name,varchar(20),NO,,'x',|odd`name,date,YES,,(null),|d,decimal(10,2),YES,,(null),|" +
+	aCols := "id,int(11),NO,PRI,(null),auto_increment|name,varchar(20),NO,,x,|odd`name,date,YES,,(null),|d,decimal(10,2),YES,,(null),|" +
 		"ts,datetime(3),YES,,(null),|tz,timestamp(6),YES,,(null),|b,tinyint(1),YES,,(null),|u,bigint(20),YES,UNI,(null),|" +
 		"j,json,YES,,(null),|f,double,YES,,(null),"
 	for _, c := range []struct{ db, stmt, names, rows string }{
@@ -49,8 +49,8 @@ func TestMySQLCatalogStatementsOnPostgreSQL(t *testing.T) {
 		{"", "SHOW COLUMNS IN a_t FROM public", cols, aCols},
 		{"", "SHOW FIELDS FROM public.a_t WHERE `Field` IN ('id', \"u\")", cols, "id,int(11),NO,PRI,(null),auto_increment|u,bigint(20),YES,UNI,(null),"},
 		{"", "SHOW FULL COLUMNS FROM a_t LIKE 'n%'", "Field,Type,Collation,Null,Key,Default,Extra,Privileges,Comment",
-			"name,varchar(20),utf8mb4_general_ci,NO,,'x',,select,insert,update,references,"},
-		{"", "DESCRIBE a_t name", cols, "name,varchar(20),NO,,'x',"},
+			"name,varchar(20),utf8mb4_general_ci,NO,,x,,select,insert,update,references,"},
+		{"", "DESCRIBE a_t name", cols, "name,varchar(20),NO,,x,"},
 		{"", "DESC `a_t` 'odd%'", cols, "odd`name,date,YES,,(null),"},
 		{"", "EXPLAIN shop.orders", cols, "a,int(11),NO,PRI,(null),|b,int(11),NO,PRI,(null),|n,int(11),NO,,3,"},
 		{"", "SHOW CREATE TABLE shop.orders", "Table,Create Table",

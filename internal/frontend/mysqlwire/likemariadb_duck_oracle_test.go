@@ -707,4 +707,38 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"select * from c2 order by id",
 		"select constraint_name, table_name, referenced_table_name from information_schema.referential_constraints where constraint_schema = database() order by 1",
 	}},
+	// VARCHAR(n), CHAR(n) and TINYINT(1) as declared, through CREATE TABLE, ALTER TABLE's ADD,
+	// MODIFY, CHANGE, DROP and RENAME COLUMN (FIRST too), CREATE TABLE IF NOT EXISTS of the
+	// table with other lengths, RENAME TABLE, and a table of the old name created again: SHOW
+	// COLUMNS, SHOW CREATE TABLE and information_schema.COLUMNS (COLUMN_TYPE, DATA_TYPE,
+	// CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, COLUMN_DEFAULT as MariaDB writes it,
+	// DATETIME_PRECISION). DuckDB keeps one VARCHAR: every one was text (TypeORM's second start
+	// changed each such column), TINYINT(1) tinyint(4), an AUTO_INCREMENT column's default
+	// nextval(...), a number's default quoted.
+	{"declared lengths", []string{
+		"exec create table vc (id int auto_increment primary key, a varchar(20) not null default 'x', b char(3), c text, " +
+			"d int default '5', n varchar(40) null, k varchar(100) unique, t tinyint(1) not null default 0, w datetime(6), s datetime)",
+		"exec alter table vc add e varchar(7) default 'e'",
+		"exec alter table vc modify a varchar(30) not null",
+		"exec alter table vc change b bb char(5)",
+		"exec alter table vc change n n text",
+		"exec alter table vc add column f varchar(8) first",
+		"exec alter table vc drop column d",
+		"exec alter table vc add d varchar(9)",
+		"exec alter table vc add t2 tinyint(1) default 1",
+		"exec alter table vc rename column e to ee",
+		"exec create table if not exists vc (id int, a varchar(99))",
+		"show columns from vc",
+		"exec rename table vc to vc2",
+		"exec create table vc (z varchar(11), a int)",
+		"show columns from vc2",
+		"show full columns from vc2",
+		"show create table vc2",
+		"select column_name, column_default, is_nullable, data_type, column_type, character_maximum_length, character_octet_length, " +
+			"datetime_precision from information_schema.columns where table_schema = database() and table_name = 'vc2' order by ordinal_position",
+		"select column_name, column_type from information_schema.columns where table_schema = database() and table_name = 'vc' order by ordinal_position",
+		"exec drop table vc",
+		"exec create table vc (a text)",
+		"show columns from vc",
+	}},
 }

@@ -3,8 +3,9 @@
 // synchronize a schema (entities with a unique column, a many-to-one with onDelete CASCADE, an
 // index, a json column), save, find with relations, upsert, the foreign key's check, a
 // transaction, the query builder, a delete cascading, then a second start over the schema
-// (synchronize reads it back through information_schema and changes nothing: the DDL it would
-// run is printed) and a third with dropSchema. Prints what it read, one line each.
+// (synchronize reads it back through information_schema: the DDL it runs is printed; as the mysql
+// driver it changes the nullable columns MariaDB says have the default 'NULL'), again as the
+// mariadb driver, and a last with dropSchema. Prints what it read, one line each.
 'use strict';
 require('reflect-metadata');
 const { DataSource, EntitySchema, MoreThan } = require('typeorm');
@@ -101,6 +102,15 @@ const Order = new EntitySchema({
     logSchemaBuild() {}, logMigration() {}, log() {} };
   await step('restart', async () => {
     const again = new DataSource({ ...options, synchronize: true, logger: watch });
+    await again.initialize();
+    const n = `${await again.getRepository('Order').count()} ${await again.getRepository('Customer').count()}`;
+    await again.destroy();
+    return `${n} ${JSON.stringify(ddl)}`;
+  });
+  // and as TypeORM's mariadb driver reads it (MariaDB's quoted COLUMN_DEFAULT, 'NULL' for none)
+  await step('restart as mariadb', async () => {
+    ddl.length = 0;
+    const again = new DataSource({ ...options, type: 'mariadb', synchronize: true, logger: watch });
     await again.initialize();
     const n = `${await again.getRepository('Order').count()} ${await again.getRepository('Customer').count()}`;
     await again.destroy();
