@@ -138,6 +138,9 @@ type Engine struct {
 	noLoop   atomic.Bool // the server's connections cannot go on an event loop (loopconn.go)
 }
 
+// Database is the database the engine's connections start in (its configuration's).
+func (e *Engine) Database() string { return e.cfg.Database }
+
 // Open checks cfg and returns an engine; it connects lazily.
 func Open(cfg Config) (*Engine, error) {
 	if cfg.Addr == "" {

@@ -53,6 +53,9 @@ type Engine struct {
 	zone         *serverZone
 }
 
+// Database is the database the engine's connections are to: a MySQL client's default one.
+func (e *Engine) Database() string { return e.database }
+
 // connsDefault is an engine's connection budget when its spec sets none.
 const connsDefault = 16
 

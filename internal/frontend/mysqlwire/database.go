@@ -89,6 +89,10 @@ func (h *session) databaseExists(db string) error {
 				listed = true // an engine that runs nothing cannot say: as before
 				return nil
 			}
+			if d, ok := e.(interface{ Database() string }); ok && d.Database() == db {
+				listed = true // the engine's own database, its connections' first: no round trip
+				return nil
+			}
 			var err error
 			listed, err = listsDatabase(ctx, eng.Execute, q, db)
 			return err
