@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -32,8 +33,11 @@ func (h *session) knownDatabase(db string) error {
 	if db == "" || db == h.db {
 		return nil // the one it has: USE of it again costs no round trip
 	}
-	return h.databaseExists(db)
+	return h.databaseExists(h.ctx, db)
 }
+
+// loginDatabaseWait bounds a login's database check (loginDatabase).
+const loginDatabaseWait = time.Second
 
 // loginDatabase checks the handshake's database (go-mysql's UseDB set h.db) once c's login was
 // verified: nil, or the 1049 the login ends with. An engine that cannot answer (unreachable, its
@@ -45,7 +49,11 @@ func (h *session) loginDatabase(c *server.Conn) error {
 	h.conn, h.user = c, c.GetUser()
 	h.headers = h.attributes() // routing may read them, as it will the session's statements
 	h.collation = carriedCollation(c.Charset())
-	err := h.databaseExists(h.db)
+	// Bounded: a login must not wait on an engine whose connections are all busy (a cluster
+	// at its cap); its first statement queues for a slot as any other.
+	ctx, cancel := context.WithTimeout(h.ctx, loginDatabaseWait)
+	err := h.databaseExists(ctx, h.db)
+	cancel()
 	var me *mysql.MyError
 	if err != nil && errors.As(err, &me) && me.Code == mysql.ER_BAD_DB_ERROR {
 		return err
@@ -59,13 +67,13 @@ func (h *session) loginDatabase(c *server.Conn) error {
 // databaseExists asks db's engine whether db exists (knownDatabase): the engine the proxy core
 // routes db's statements to, directly (Core.DescribeOn: routed and checked, no capacity slot,
 // nothing in history: the client ran no statement), or the session's pinned connection.
-func (h *session) databaseExists(db string) error {
-	if !query.AwaitReady(h.ctx, h.s.backend) {
+func (h *session) databaseExists(ctx context.Context, db string) error {
+	if !query.AwaitReady(ctx, h.s.backend) {
 		return errNotConfigured
 	}
 	req := h.request("SHOW DATABASES WHERE `Database` = "+mysqlQuote(db), nil)
 	req.Database = db // routed as the database's statements will be
-	ctx, cancel := context.WithCancel(h.ctx)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var on describerOn
 	var execute func(context.Context, *query.Request) (query.Rows, error)
