@@ -572,7 +572,7 @@ const declaredActionSQL = `CREATE MACRO {c}.main.qf_constraint_action(in_db, in_
 // sequence's start, increment, bounds and cycle).
 const declaredInfoSchemaColumns = `CREATE OR REPLACE VIEW {c}.pginfoschema.columns AS SELECT i.* REPLACE (
 	{c}.main.qf_pg_schema(i.table_schema) AS table_schema,
-	CASE WHEN c.pg_identity IS NULL THEN regexp_replace(i.column_default, '^nextval\(''([^'']*)''\)$', 'nextval(''\1''::regclass)') END AS column_default,
+	CASE WHEN c.pg_identity IS NULL THEN {c}.main.qf_nextval_text(i.column_default, c.table_oid, false) END AS column_default,
 	CASE WHEN c.pg_identity IS NULL THEN 'NO' ELSE 'YES' END AS is_identity,
 	CASE c.pg_identity WHEN 'a' THEN 'ALWAYS' WHEN 'd' THEN 'BY DEFAULT' END AS identity_generation,
 	CAST(s.start_value AS VARCHAR) AS identity_start, CAST(s.increment_by AS VARCHAR) AS identity_increment,
