@@ -545,7 +545,7 @@ const declaredColumnsView = `CREATE VIEW {c}.main.qf_pg_columns AS SELECT c.*,
 const declaredNameSQL = `CREATE MACRO {c}.main.qf_constraint_name(in_db, in_schema, in_table, in_kind, in_cols, in_default) AS
 	coalesce((SELECT any_value(d.name) FROM {declared}.constraints d WHERE in_db = current_database()
 	AND d.schema_name = in_schema AND d.table_name = lower(in_table)
-	AND d.kind = CASE in_kind WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'FOREIGN KEY' THEN 'f' END
+	AND d.kind = CASE in_kind WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'FOREIGN KEY' THEN 'f' WHEN 'CHECK' THEN 'c' END
 	AND d.columns = list_transform(in_cols, x -> lower(x))), in_default)`
 
 // constraintNameSQL: qf_pg_constraint_name(db, schema, name) is PostgreSQL's name of the
