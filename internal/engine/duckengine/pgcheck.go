@@ -33,18 +33,9 @@ func readAddCheck(sqlText string) (a addCheck, ok bool) {
 	if !containsFold(sqlText, "check") {
 		return a, false
 	}
-	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
-	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
-		toks = toks[:n-1]
-	}
-	r := sqltok.NewWalker(toks)
-	name := alterTableName(r)
-	if name == nil || !r.Word("add") {
+	r, toks, ok := alterTableAdd(sqlText, &a.schema, &a.table)
+	if !ok {
 		return a, false
-	}
-	a.table = name[len(name)-1]
-	if len(name) >= 2 {
-		a.schema = duckSchema(name[len(name)-2])
 	}
 	if r.Word("constraint") {
 		if a.name = tokenName(r.Name()); a.name == "" {
@@ -60,6 +51,26 @@ func readAddCheck(sqlText string) (a addCheck, ok bool) {
 	}
 	a.expr = strings.TrimSpace(sqlText[toks[open+1].Pos:toks[len(toks)-1].Pos])
 	return a, true
+}
+
+// alterTableAdd reads sqlText as ALTER TABLE [schema.]table ADD ...: the walker after ADD, the
+// significant tokens (a final ";" left off), and the table's DuckDB schema ("": the current
+// one) and name written to schema and table; ok is false for any other statement.
+func alterTableAdd(sqlText string, schema, table *string) (r *sqltok.Walker, toks []sqltok.Token, ok bool) {
+	toks = sqltok.SignificantTokens(sqlText, sqltok.Postgres)
+	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
+		toks = toks[:n-1]
+	}
+	r = sqltok.NewWalker(toks)
+	name := alterTableName(r)
+	if name == nil || !r.Word("add") {
+		return nil, nil, false
+	}
+	*table = name[len(name)-1]
+	if len(name) >= 2 {
+		*schema = duckSchema(name[len(name)-2])
+	}
+	return r, toks, true
 }
 
 // matchingParen is the index of the ")" closing the "(" at toks[open], or -1.
