@@ -353,7 +353,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 	}
 	rows, err := db.Query(ctx, sqlText, args...)
 	for tries := 0; err != nil && tries < len(q.Args) && retypesParams(q) && outsideTx(db); tries++ { // mysqlparamtypes.go
-		typed, ok := typedParam(sqlText, undeterminedParam(err), q.Args)
+		typed, ok := typedParam(sqlText, untypedParam(ctx, db, sqlText, q.Args, err), q.Args)
 		if !ok {
 			break
 		}
