@@ -1,0 +1,106 @@
+package proxy
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/config"
+	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// queueWaits is how many waits the queue-duration histogram of group g / cluster holds.
+func queueWaits(h *harness, g, cluster string) uint64 {
+	s := h.core.metrics.series(g, cluster)
+	var n uint64
+	for i := range s.queueDuration.counts {
+		n += s.queueDuration.counts[i].Load()
+	}
+	return n
+}
+
+// TestAWaitIsObservedOnceWhateverItsEnd: queryflux_queue_duration_seconds counts every
+// admission's wait, under the cluster it ran on, and a wait that timed out under its group.
+func TestAWaitIsObservedOnceWhateverItsEnd(t *testing.T) {
+	h := newHarness(t)
+	g := newGate(h.env)
+	h.activate(oneGroup(RoundRobin, 5, 50*time.Millisecond, cl("a", 1, &fakeEngine{rows: 1, gate: g})))
+	running := h.async(t.Context(), sel("select 1"))
+	eventually(t, "first running", func() bool { return h.core.Running("a") == 1 })
+	if n := queueWaits(h, "g", "a"); n != 1 {
+		t.Fatalf("%d waits observed on a after one admission, want 1", n)
+	}
+	if _, err := h.run(t.Context(), sel("select 2")); err == nil {
+		t.Fatal("a query past the cap ran before its wait timed out")
+	}
+	if n := queueWaits(h, "g", ""); n != 1 {
+		t.Fatalf("%d timed-out waits observed on the group, want 1", n)
+	}
+	g.release()
+	_, _ = running.result(t)
+}
+
+// TestAQueryThatMustNotWaitLeavesNoTrace: under NoWait (an event loop's statement) a full cluster
+// answers ErrWouldWait, and the query leaves nothing behind: no record, no wait observed, the
+// runtime not held (its caller asks again where it may wait).
+func TestAQueryThatMustNotWaitLeavesNoTrace(t *testing.T) {
+	h := newHarness(t)
+	g := newGate(h.env)
+	rt := h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 1, &fakeEngine{rows: 1, gate: g})))
+	running := h.async(t.Context(), sel("select 1"))
+	eventually(t, "first running", func() bool { return h.core.Running("a") == 1 })
+	records, pins, waits := len(h.recs.all()), rt.Inflight(), queueWaits(h, "g", "")
+	_, err := h.core.Admit(NoWait(t.Context()), sel("select 2"))
+	if !errors.Is(err, engine.ErrWouldWait) {
+		t.Fatalf("a full cluster under NoWait: %v, want ErrWouldWait", err)
+	}
+	if n := len(h.recs.all()); n != records {
+		t.Errorf("a query that would wait reported %d records", n-records)
+	}
+	if n := rt.Inflight(); n != pins {
+		t.Errorf("a query that would wait left the runtime held (%d pins, was %d)", n, pins)
+	}
+	if n := queueWaits(h, "g", ""); n != waits {
+		t.Errorf("a query that would wait was observed as a wait")
+	}
+	g.release()
+	_, _ = running.result(t)
+}
+
+// TestAQueuedQueryFollowsANewConfigThatRefusesIt: a query queued under one configuration is
+// refused, as a new query would be, when the next configuration leaves it no route; and the
+// configuration it arrived under is let go once its own running query ends (its engines close).
+func TestAQueuedQueryFollowsANewConfigThatRefusesIt(t *testing.T) {
+	h := newHarness(t)
+	g := newGate(h.env)
+	eng := &fakeEngine{rows: 1, gate: g}
+	factory := func(config.Cluster) (query.Engine, error) { return eng, nil }
+	first, err := Build(churnConfig(1, 0), factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.core.Activate(first)
+	running := h.async(t.Context(), sel("select 1"))
+	eventually(t, "the first query running", func() bool { return eng.executing.Load() == 1 })
+	queued := h.async(t.Context(), sel("select 2"))
+	eventually(t, "the second query queued", func() bool { return h.core.Queued("main") == 1 })
+
+	noRoute := churnConfig(1, 1)
+	noRoute.RoutingFallback = ""
+	next, err := Build(noRoute, factory, Reuse(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.core.Activate(next)
+	_, err = queued.result(t)
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Code != query.CodeNoRoute {
+		t.Fatalf("the queued query under a configuration with no route: %v, want CodeNoRoute", err)
+	}
+	g.release()
+	if _, err := running.result(t); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first configuration let go", first.Closed)
+}
