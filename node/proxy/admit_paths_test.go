@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity/capacitytest"
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
@@ -103,4 +104,70 @@ func TestAQueuedQueryFollowsANewConfigThatRefusesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the first configuration let go", first.Closed)
+}
+
+// movedSpec is a configuration that sends every query to group "other" (cluster b of eng,
+// enabled as told, no queue), keeping group g on cluster a of busy.
+func movedSpec(busy, eng query.Engine, enabled bool) RuntimeSpec {
+	spec := oneGroup(RoundRobin, 5, time.Minute, cl("a", 1, busy))
+	b := cl("b", 1, eng)
+	b.Enabled = enabled
+	spec.Clusters = append(spec.Clusters, b)
+	spec.Groups = append(spec.Groups, GroupSpec{Name: "other", Strategy: RoundRobin, Members: []MemberSpec{{Cluster: "b"}}})
+	spec.Fallback = "other"
+	return spec
+}
+
+// TestAQueuedQueryMovedToAGroupWithoutAQueue: a queued query that the next configuration sends
+// to a group with no queue runs there at once when it has room, as a new arrival would, and is
+// refused as full when it has none.
+func TestAQueuedQueryMovedToAGroupWithoutAQueue(t *testing.T) {
+	for _, room := range []bool{true, false} {
+		h := newHarness(t)
+		g := newGate(h.env)
+		busy := &fakeEngine{rows: 1, gate: g}
+		h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 1, busy)))
+		running := h.async(t.Context(), sel("select 1"))
+		eventually(t, "the first query running", func() bool { return busy.executing.Load() == 1 })
+		queued := h.async(t.Context(), sel("select 2"))
+		eventually(t, "the second query queued", func() bool { return h.core.Queued("g") == 1 })
+		h.activate(movedSpec(busy, &fakeEngine{rows: 2}, room))
+		n, err := queued.result(t)
+		var qe *query.Error
+		switch {
+		case room && (err != nil || n != 2):
+			t.Errorf("moved to a group with room and no queue: %d rows, %v; want it run there", n, err)
+		case !room && (!errors.As(err, &qe) || qe.Code != query.CodeQueueFull):
+			t.Errorf("moved to a group with no room and no queue: %v, want CodeQueueFull", err)
+		}
+		if h.core.Queued("g") != 0 || h.core.Queued("other") != 0 {
+			t.Errorf("a moved query stayed in a line: g %d, other %d", h.core.Queued("g"), h.core.Queued("other"))
+		}
+		g.release()
+		_, _ = running.result(t)
+	}
+}
+
+// TestAQueuedQueryFailsWhenTheGuardFails: the head of the line, asking for a freed slot a guard
+// that has become unavailable, gets the guard's failure, not an endless wait.
+func TestAQueuedQueryFailsWhenTheGuardFails(t *testing.T) {
+	h := newHarness(t)
+	guard := capacitytest.NewLosingGuard()
+	h.core = New(Options{Env: h.env, Guard: guard, OnFinish: h.recs.add, GuardPoll: 20 * time.Millisecond})
+	g := newGate(h.env)
+	h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 1, &fakeEngine{rows: 1, gate: g})))
+	running := h.async(t.Context(), sel("select 1"))
+	eventually(t, "the first query running", func() bool { return h.core.Running("a") == 1 })
+	queued := h.async(t.Context(), sel("select 2"))
+	eventually(t, "the second query queued", func() bool { return h.core.Queued("g") == 1 })
+	guard.SetUnavailable(true)
+	g.release() // a slot frees: the head asks the guard
+	if _, err := running.result(t); err != nil {
+		t.Fatal(err)
+	}
+	_, err := queued.result(t)
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Code != query.CodeCoordinationUnavailable {
+		t.Fatalf("the head of the line under an unavailable guard: %v, want CodeCoordinationUnavailable", err)
+	}
 }
