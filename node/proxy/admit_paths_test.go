@@ -171,3 +171,46 @@ func TestAQueuedQueryFailsWhenTheGuardFails(t *testing.T) {
 		t.Fatalf("the head of the line under an unavailable guard: %v, want CodeCoordinationUnavailable", err)
 	}
 }
+
+// TestARecordTellsItsWaitFromItsRun: a query's record gives the time it waited for a slot
+// (QueueMs) apart from the time it ran (ExecMs).
+func TestARecordTellsItsWaitFromItsRun(t *testing.T) {
+	h := newHarness(t)
+	g := newGate(h.env)
+	h.activate(oneGroup(RoundRobin, 5, time.Hour, cl("a", 1, &fakeEngine{rows: 1, gate: g})))
+	first := h.async(t.Context(), sel("select 1"))
+	eventually(t, "the first query running", func() bool { return h.core.Running("a") == 1 })
+	second := h.async(t.Context(), sel("select 2"))
+	eventually(t, "the second query queued", func() bool { return h.core.Queued("g") == 1 })
+	h.env.advance(3 * time.Second) // the first runs 3 s, the second waits them
+	g.release()
+	for _, o := range []*outcome{first, second} {
+		if _, err := o.result(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	by := map[string]Record{}
+	for _, r := range h.recs.all() {
+		by[r.SQL] = r
+	}
+	if r := by["select 1"]; r.ExecMs < 3000 || r.QueueMs >= 3000 {
+		t.Errorf("the query that ran 3 s at once: exec %d ms, queue %d ms", r.ExecMs, r.QueueMs)
+	}
+	if r := by["select 2"]; r.QueueMs < 3000 || r.ExecMs >= 3000 {
+		t.Errorf("the query that waited 3 s: queue %d ms, exec %d ms", r.QueueMs, r.ExecMs)
+	}
+}
+
+// TestASessionRefusedByItsEngineHoldsNothing: a transaction on an engine that cannot pin a
+// connection is refused, and gives back its slot and its runtime.
+func TestASessionRefusedByItsEngineHoldsNothing(t *testing.T) {
+	h := newHarness(t)
+	rt := h.activate(oneGroup(RoundRobin, 5, time.Minute, cl("a", 1, &fakeEngine{rows: 1})))
+	if _, err := h.core.OpenSession(t.Context(), sel("begin")); err == nil {
+		t.Fatal("an engine without sessions opened one")
+	}
+	if n, pins := h.core.Running("a"), rt.Inflight(); n != 0 || pins != 0 {
+		t.Fatalf("after the refused session: %d running on a, the runtime pinned %d times", n, pins)
+	}
+	mustRun(t, h) // the slot is free for the next query
+}
