@@ -370,7 +370,9 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 		lease, err = g.ask(actx, cluster, limit, sent, nil, name)
 	}
 	cancel()
-	if name.Request != "" && answerLost(err) {
+	if name.Request != "" && (answerLost(err) || (name.Retry && errors.Is(err, ErrAtCapacity))) {
+		// A retry denied may have come while its first sending was being decided, and found
+		// the cluster full with that sending's grant: settle the name all the same.
 		g.lose(cluster, name.Request, sent)
 	}
 	if err == nil {
