@@ -302,8 +302,8 @@ func (t *leaseTable) suspectGrant(cluster string, l Lease) string {
 	case t.ended.has(ref):
 		return answerEnded
 	}
-	for _, s := range t.slots {
-		if s.hl.lease.Ref() == ref {
+	for _, id := range t.ids {
+		if t.slots[id].hl.lease.Ref() == ref {
 			return answerDuplicate
 		}
 	}
