@@ -205,9 +205,6 @@ func Refusal(msg string) error { return &query.Error{Code: query.CodeAuthRefused
 // net.ParseIP(host).IsLoopback() without its allocation (680 instructions of every Trino
 // statement, whose every request logs in), a zone refused as net.ParseIP refuses it.
 func isLoopback(addr string) bool {
-	if ap, err := netip.ParseAddrPort(addr); err == nil { // a client's usual ip:port, parsed once
-		return ap.Addr().Zone() == "" && ap.Addr().IsLoopback()
-	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		host = addr
