@@ -3,6 +3,7 @@
 package relayloop
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -133,12 +134,18 @@ type ringIO struct {
 	// that another send was.
 	quiet int
 	loud  bool
+	// noQuiet: the kernel refused a quiet wait (quietWait); the loop no longer tries one.
+	noQuiet bool
 }
 
 // quietMinWait bounds, in microseconds, how long a turn whose only news are quiet sends
 // waits for more than their completions (Loop.quietWait): past it, their completions alone
 // end the wait.
 const quietMinWait = 1000
+
+// quietTimeout bounds a quiet wait with no news at all, as a second bound: the loop turns and
+// waits as usual (nothing is lost but a turn).
+const quietTimeout = 50 * time.Millisecond
 
 // quietMax is the most bytes a quiet send carries: a message or a small answer, which a
 // socket's buffer takes at once.
@@ -333,7 +340,7 @@ func (l *Loop) runRing() {
 // spin before it slept (a spin, where the machine has idle CPU, spares a wake-up).
 func (l *Loop) mayWaitQuiet() bool {
 	g := l.ring
-	return g.flagged && g.quiet > 0 && !g.loud && g.r.Ready() == 0 && !g.r.TaskWork() && !l.spin.mightSpin()
+	return g.flagged && !g.noQuiet && g.quiet > 0 && !g.loud && g.r.Ready() == 0 && !g.r.TaskWork() && !l.spin.mightSpin()
 }
 
 // quietWait submits the turn's requests and awaits, in the same io_uring_enter, the quiet
@@ -342,12 +349,16 @@ func (l *Loop) mayWaitQuiet() bool {
 // are done), as a timeout of the loop's does.
 func (l *Loop) quietWait() {
 	g := l.ring
-	timeout := time.Hour
+	timeout := quietTimeout
 	if ms := l.waitMillis(); ms >= 0 {
-		timeout = time.Duration(ms) * time.Millisecond
+		timeout = min(timeout, time.Duration(ms)*time.Millisecond)
 	}
 	l.quietWaits.Add(1)
-	if err := g.r.SubmitAndWaitMinTimeout(g.quiet+1, quietMinWait, timeout); err != nil {
+	if err := g.r.SubmitAndWaitMinTimeout(g.quiet+1, quietMinWait, timeout); errors.Is(err, unix.EINVAL) {
+		// A kernel that takes no min_wait (before 6.12) with nothing submitted: the turn's
+		// wait follows (nothing is ready), and the loop waits as it did before quiet sends.
+		g.noQuiet = true
+	} else if err != nil {
 		panic(fmt.Sprintf("relayloop: %v", err))
 	}
 	if g.r.Ready() <= g.quiet {
