@@ -741,4 +741,24 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec create table vc (a text)",
 		"show columns from vc",
 	}},
+	// COLUMN_KEY (SHOW COLUMNS' Key) as MariaDB gives it: PRI, then UNI (a one-column unique
+	// key or index, before MUL of an index it begins too), then MUL for the first column of an
+	// index, of a unique key of more columns or of a foreign key (was '': Sequelize's and
+	// TypeORM's introspection read it); NUMERIC_PRECISION and NUMERIC_SCALE of integer,
+	// floating and decimal columns in MariaDB's digits (DuckDB's were bits: int 32).
+	{"column keys and numeric precision", []string{
+		"exec create table p3 (id int primary key, code varchar(10) unique, amount decimal(10,2), f float, d double, b bigint, " +
+			"s smallint, t tinyint, tu tinyint unsigned, bu bigint unsigned, n numeric(5), bo boolean, iu int unsigned)",
+		"exec create table c3 (id int auto_increment primary key, pid int, name varchar(20), k int, key (k), key nm (name, k), " +
+			"foreign key (pid) references p3 (id))",
+		"exec create table pr (id int primary key, a int, b int, c int, d int, unique key (a), key (a, b), key (d), unique key (d, b), unique key (c, d))",
+		"exec create table c4 (id int primary key, x int, y int, constraint c4x foreign key (x, y) references pr (c, d))",
+		"exec alter table c4 add index yx (y, x)",
+		"exec create index c4_y on c4 (y)",
+		"show columns from c3",
+		"show columns from pr",
+		"show columns from c4",
+		"select table_name, column_name, column_key, numeric_precision, numeric_scale from information_schema.columns " +
+			"where table_schema = database() and table_name in ('p3', 'c3', 'pr', 'c4') order by table_name, ordinal_position",
+	}},
 }
