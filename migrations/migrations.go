@@ -7,7 +7,8 @@
 // (where peers forward requests), 0010 capacity waiters (retry-mode fairness, shared by replicas),
 // 0011 a cluster's workerSelector, 0012 the fleet's id (in every lease's engine tag), 0013 the
 // revisions published last (what the history gate reads of them, across restarts), 0014 named
-// acquires (a lease keeps the worker's request id of the acquire that was granted it).
+// acquires (a lease keeps the worker's request id of the acquire that was granted it), 0015 one lease per
+// named acquire (a retry racing its first sending is answered the first's lease).
 // It touches the database it is given; it is outside the simulator.
 package migrations
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# passprobe.sh BIN SECS [MODE]: one target under pgbench -S -c 8 -j 2 for SECS seconds, after WARM
+# passprobe.sh BIN SECS [MODE]: one target under pgbench -S -c $C (default 8) -j 2 (1 for one client) for SECS seconds, after WARM
 # seconds (default 3) of the same load: BIN is a queryflux binary (started as a standalone daemon in
 # scripts/bench-proxy.sh's passthrough configuration; POOL=session for session pool mode),
 # "loop-relay" (scripts/benchrelay -loop), "uring-relay" (scripts/benchrelay -uring: one io_uring), "hybrid-relay" (-hybrid: epoll, then
@@ -29,6 +29,7 @@ BIN=$1 SECS=$2 MODE=${3:-plain} OUT=${OUT:-/tmp/passprobe}
 . "$(dirname "$0")/probelib.sh"
 DB=$PROBE_DB
 probe_db
+C=${C:-8} J=$(( ${C:-8} < 2 ? 1 : 2 ))
 PG=$(freeport) AD=$(freeport) PP=$(freeport) MY=$(freeport)
 TMP=$(mktemp -d /tmp/passprobe.XXXX)
 WRAP=()
@@ -62,7 +63,7 @@ fi
 PID=$!
 trap 'kill $PID ${PGS:-} 2>/dev/null' EXIT
 for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/$PG) 2>/dev/null && break; sleep 0.1; done
-if [ "${WARM:-3}" -gt 0 ]; then pgbench -n -S -c 8 -j 2 -T ${WARM:-3} -h 127.0.0.1 -p $PG -U postgres $DB >/dev/null 2>&1; fi
+if [ "${WARM:-3}" -gt 0 ]; then pgbench -n -S -c $C -j $J -T ${WARM:-3} -h 127.0.0.1 -p $PG -U postgres $DB >/dev/null 2>&1; fi
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; }
 uticks() { awk '{sub(/.*\) /, ""); print $12}' /proc/$1/stat; }
 mallocs() { [[ $RELAYS == *" $BIN "* || $BIN == pgbouncer ]] && echo 0 0 0 0 && return; curl -s http://127.0.0.1:$AD/metrics | awk '/^go_memstats_mallocs_total /{m=$2} /^go_memstats_alloc_bytes_total /{b=$2} /^go_gc_duration_seconds_count /{g=$2} /^go_memstats_heap_inuse_bytes /{h=$2} END{print m" "b" "g" "h}'; }
@@ -135,7 +136,7 @@ allocs) curl -s -o $OUT.allocs0 "http://127.0.0.1:$PP/debug/pprof/allocs"; SP= ;
 perf) perf record -g -o $OUT.perf -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
 *) SP= ;;
 esac
-PGB=(pgbench -n -S -c 8 -j 2 -T $SECS -h 127.0.0.1 -p $PG -U postgres $DB)
+PGB=(pgbench -n -S -c $C -j $J -T $SECS -h 127.0.0.1 -p $PG -U postgres $DB)
 if [ "$MODE" = stat ]; then
 	# Counted over exactly the pgbench run, divided by the transactions it processed: a window
 	# of its own would meet the run at another rate (perf's tracing slows the target).

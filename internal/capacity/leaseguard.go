@@ -370,15 +370,30 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 		lease, err = g.ask(actx, cluster, limit, sent, nil, name)
 	}
 	cancel()
-	if name.Request != "" && answerLost(err) {
+	if name.Request != "" && (answerLost(err) || (name.Retry && errors.Is(err, ErrAtCapacity))) {
+		// A retry denied may have come while its first sending was being decided, and found
+		// the cluster full with that sending's grant: settle the name all the same.
 		g.lose(cluster, name.Request, sent)
 	}
 	if err == nil {
 		now := g.o.Env.Now()
 		g.mu.Lock()
-		st, late, e := g.t.granted(cluster, lease, sent, affinity, now)
+		why := g.t.suspectGrant(cluster, lease)
+		var st *slotState
+		var late bool
+		var e effects
+		if why == "" {
+			st, late, e = g.t.granted(cluster, lease, sent, affinity, now)
+		} else {
+			e = g.t.refuseGrant(cluster, lease, sent, why)
+		}
 		g.mu.Unlock()
 		g.apply(e)
+		if why != "" {
+			g.misbehaved(cluster, lease.ID, why, "acquire")
+			g.o.Metrics.LeaseDenied.WithLabelValues(cluster).Inc()
+			return nil, ErrAtCapacity
+		}
 		if late {
 			return nil, ErrAtCapacity
 		}
@@ -400,6 +415,14 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	g.t.failed(now)
 	g.mu.Unlock()
 	return g.unavailable(cluster, limit, err)
+}
+
+// misbehaved reports an answer of the control plane's that this node did not use (why: the
+// answer kinds of suspectGrant and suspectRenewal): counted, and logged, for an operator.
+func (g *LeaseGuard) misbehaved(cluster, lease, why, op string) {
+	g.o.Metrics.MisbehavingAnswers.WithLabelValues(cluster, why).Inc()
+	g.o.Env.Logger().Warn("capacity: the control plane answered a lease this node cannot count on; not used",
+		"op", op, "cluster", cluster, "lease", lease, "kind", why)
 }
 
 // denied ends a reserved acquire that brought no lease.
@@ -822,13 +845,22 @@ func (g *LeaseGuard) renew(ctx context.Context, slots []*slotState) int {
 	results, contended, err := renewContended(rctx, g.o.Client, refs, g.o.LeaseTTL, sent)
 	cancel()
 	now := g.o.Env.Now()
+	var suspect []suspectAnswer
 	g.mu.Lock()
 	for i, s := range live {
 		l, rerr := Lease{}, err
 		if err == nil {
 			l, rerr = results[i].Lease, results[i].Err
 		}
+		why := ""
+		if rerr == nil {
+			why = suspectRenewal(s.hl.lease, l)
+		}
 		switch {
+		case why != "":
+			// Not a renewal this node can count on: fenced at once, as a refused one.
+			suspect = append(suspect, suspectAnswer{s.hl.lease.Cluster, s.hl.lease.ID, why})
+			g.t.renewRefused(s, sent)
 		case rerr == nil:
 			g.t.renewed(s, sent, l)
 		case errors.Is(rerr, ErrStaleGeneration), errors.Is(rerr, ErrNotHolder):
@@ -845,9 +877,15 @@ func (g *LeaseGuard) renew(ctx context.Context, slots []*slotState) int {
 		answered = g.t.renewedContention(contended, sent)
 	}
 	g.mu.Unlock()
+	for _, a := range suspect {
+		g.misbehaved(a.cluster, a.lease, a.why, "renew")
+	}
 	g.apply(answered)
 	return len(live)
 }
+
+// suspectAnswer is one renewal answer not used (suspectRenewal).
+type suspectAnswer struct{ cluster, lease, why string }
 
 // renewContended renews refs through c (RenewAll) and, when c is a ContentionRenewer, answers
 // what the control plane said about their clusters' contention.

@@ -52,6 +52,41 @@ type leaseTable struct {
 	watch        bool
 	watchSet     []string
 	watchRetryAt time.Time
+	// ended are the leases this node gave up last (queued for release: released, fenced or
+	// dropped), to tell a control plane that answers one of them as granted again.
+	ended endedLeases
+}
+
+// endedMax bounds the leases a node remembers it gave up (endedLeases): a ring, oldest first out.
+const endedMax = 1024
+
+// endedLeases are the refs (fleet, id, generation) of the leases a node gave up last.
+type endedLeases struct {
+	set  map[LeaseRef]struct{}
+	ring []LeaseRef
+	next int
+}
+
+func (e *endedLeases) add(ref LeaseRef) {
+	if _, ok := e.set[ref]; ok {
+		return
+	}
+	if e.set == nil {
+		e.set = map[LeaseRef]struct{}{}
+	}
+	if len(e.ring) < endedMax {
+		e.ring = append(e.ring, ref)
+	} else {
+		delete(e.set, e.ring[e.next])
+		e.ring[e.next] = ref
+		e.next = (e.next + 1) % endedMax
+	}
+	e.set[ref] = struct{}{}
+}
+
+func (e *endedLeases) has(ref LeaseRef) bool {
+	_, ok := e.set[ref]
+	return ok
 }
 
 // tableConfig is what a leaseTable's decisions depend on besides its events.
@@ -245,6 +280,67 @@ func (t *leaseTable) granted(cluster string, l Lease, sent time.Time, affinity u
 	return s, false, effects{}
 }
 
+// Kinds of answers of a control plane that misbehaves (Metrics.MisbehavingAnswers).
+const (
+	answerMalformed = "malformed" // a lease of another cluster, or whose id is not its cluster's and generation's
+	answerRevoked   = "revoked"   // a grant or renewal of a lease marked revoked
+	answerDuplicate = "duplicate" // a grant of a lease this node holds already (a slot or idle)
+	answerEnded     = "ended"     // a grant of a lease this node gave up (released, fenced)
+	answerOther     = "other"     // a renewal answered with another lease than the one renewed
+)
+
+// suspectGrant is what is wrong with lease l as the answer to an acquire of cluster ("" when
+// nothing is that this node can tell): a control plane that grants one lease twice, or a lease
+// it revoked or was given back, must not make this node run more queries than it holds leases.
+func (t *leaseTable) suspectGrant(cluster string, l Lease) string {
+	ref := l.Ref()
+	switch {
+	case l.Cluster != cluster || l.Generation < 1 || l.ID != LeaseID(cluster, l.Generation):
+		return answerMalformed
+	case l.Revoked:
+		return answerRevoked
+	case t.ended.has(ref):
+		return answerEnded
+	}
+	for _, id := range t.ids {
+		if t.slots[id].hl.lease.Ref() == ref {
+			return answerDuplicate
+		}
+	}
+	for _, il := range t.idleOf(cluster) {
+		if il.hl.lease.Ref() == ref {
+			return answerDuplicate
+		}
+	}
+	return ""
+}
+
+// suspectRenewal is what is wrong with l as the answer to the renewal of held ("" when
+// nothing is): a renewal answered with a revoked lease, or with another one, is not a renewal.
+func suspectRenewal(held, l Lease) string {
+	switch {
+	case l.Revoked:
+		return answerRevoked
+	case l.ID != held.ID || l.Generation != held.Generation || l.Cluster != held.Cluster:
+		return answerOther
+	}
+	return ""
+}
+
+// refuseGrant ends a reserved acquire of cluster answered with lease l, which this node does
+// not use (suspectGrant said why). A lease revoked or given up before is released again: the
+// control plane that granted it counts it for this node.
+func (t *leaseTable) refuseGrant(cluster string, l Lease, sent time.Time, why string) effects {
+	t.denied(cluster)
+	if why != answerRevoked && why != answerEnded {
+		return effects{}
+	}
+	hl := &heldLease{lease: l, tag: l.Ref().Tag()}
+	fenceAt, renewAt := t.terms(sent, l)
+	t.fenced(hl, fenceAt, renewAt)
+	return t.queueRelease(hl)
+}
+
 // addSlot makes s, new memory, the live slot of hl.
 func (t *leaseTable) addSlot(s *slotState, hl *heldLease, affinity uint64) *slotState {
 	return t.addSlotHeld(s, hl, affinity, t.held[hl.lease.Cluster])
@@ -401,6 +497,7 @@ func (t *leaseTable) queueRelease(hl *heldLease) effects {
 	}
 	hl.releasing = true
 	l := hl.lease
+	t.ended.add(l.Ref())
 	if len(t.queue) >= cmp.Or(t.c.ReleaseQueueMax, ReleaseQueueMaxDefault) {
 		// The control plane has not taken a release for a long time; this one's lease ends at
 		// its term there. Counted and reported, so an operator sees leases held to their term.

@@ -101,6 +101,11 @@ func (m *Memory) AcquireNamed(ctx context.Context, cluster, holder, request stri
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.cluster(cluster)
+	if request != "" {
+		if l, ok := c.namedLive(namedKey{holder, request}, ttl, now); ok {
+			return l, nil
+		}
+	}
 	if len(c.leases) >= limit {
 		return Lease{}, ErrAtCapacity
 	}
@@ -123,6 +128,34 @@ func (m *Memory) AcquireNamed(ctx context.Context, cluster, holder, request stri
 		panic(fmt.Sprintf("capacity: memory store granted %d leases of %q over cap %d", len(c.leases), cluster, limit))
 	}
 	return l, nil
+}
+
+// namedLive is the lease the named acquire k was granted, renewed for ttl from now, while it is
+// live (unrevoked, unexpired): an acquire sent again under its name (a retry that came before
+// its first sending was decided) takes no other slot. A revoked or expired lease gives up the
+// name (it keeps its slot until swept), and the acquire is decided anew.
+func (c *memCluster) namedLive(k namedKey, ttl time.Duration, now time.Time) (Lease, bool) {
+	id, ok := c.named[k]
+	if !ok {
+		return Lease{}, false
+	}
+	l, ok := c.leases[id]
+	if !ok || l.Revoked || !l.ExpiresAt.After(Timestamp(now)) {
+		delete(c.named, k)
+		delete(c.nameOf, id)
+		return Lease{}, false
+	}
+	// Answered as renewed from now; kept until the later of that and its term (two sendings
+	// of one acquire with different TTLs, as the PostgreSQL store does within a batch).
+	e := Timestamp(now.Add(ttl))
+	l.TTLMillis = ttl.Milliseconds()
+	kept := l
+	if e.After(kept.ExpiresAt) {
+		kept.ExpiresAt = e
+	}
+	c.leases[id] = kept
+	l.ExpiresAt = e
+	return l, true
 }
 
 // Named implements NamedStore.

@@ -40,6 +40,11 @@ type Metrics struct {
 	// and what the control plane did (regranted: a retry answered with the lease the first
 	// sending was granted; settled: the lease of a given-up acquire freed).
 	LostAnswers *prometheus.CounterVec
+	// MisbehavingAnswers counts answers of the control plane's that a worker did not use, by
+	// cluster and kind: a grant of a lease it holds already (duplicate), gave up (ended), marked
+	// revoked (revoked) or not of the cluster asked (malformed); a renewal answered revoked or
+	// with another lease (revoked, other), after which the lease is fenced.
+	MisbehavingAnswers *prometheus.CounterVec
 }
 
 // NewMetrics creates the counters and registers them on reg (nil: kept but not registered).
@@ -94,6 +99,10 @@ func buildMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "queryflux_capacity_lost_answers_total",
 			Help: "Capacity lease acquires whose answer a worker lost, named again: regranted (a retry answered with the lease already granted) or settled (that lease freed).",
 		}, []string{"cluster", "outcome"}),
+		MisbehavingAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_misbehaving_answers_total",
+			Help: "Control-plane lease answers a worker did not use: grants of a lease it holds (duplicate), gave up (ended), revoked or malformed; renewals answered revoked or with another lease (the lease fenced).",
+		}, []string{"cluster", "kind"}),
 	}
 	m.LeaseDenied = promreg.Register(reg, m.LeaseDenied)
 	m.LeaseYielded = promreg.Register(reg, m.LeaseYielded)
@@ -105,6 +114,7 @@ func buildMetrics(reg prometheus.Registerer) *Metrics {
 	m.Reclaimed = promreg.Register(reg, m.Reclaimed)
 	m.ReleasesDropped = promreg.Register(reg, m.ReleasesDropped)
 	m.LostAnswers = promreg.Register(reg, m.LostAnswers)
+	m.MisbehavingAnswers = promreg.Register(reg, m.MisbehavingAnswers)
 	return m
 }
 

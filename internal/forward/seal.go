@@ -15,15 +15,14 @@ package forward
 import (
 	"bufio"
 	"bytes"
-	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/queryflux/queryflux/internal/sealkey"
 )
 
 // MediaSealed is the Content-Type of a sealed body: a salt and AES-256-GCM ciphertext.
@@ -46,20 +45,7 @@ var sealNonce = make([]byte, 12) // each key is used once (a fresh salt), so one
 
 // sealAEAD is the cipher of what is sealed for owner at the address dialed with salt.
 func sealAEAD(secret, owner, dialed string, salt []byte) cipher.AEAD {
-	m := hmac.New(sha256.New, []byte(secret))
-	for _, part := range []string{"queryflux forward seal v1", owner, dialed, string(salt)} {
-		m.Write([]byte(part))
-		m.Write([]byte{0})
-	}
-	block, err := aes.NewCipher(m.Sum(nil))
-	if err != nil {
-		panic(err) // a 32-byte key always makes a cipher
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		panic(err)
-	}
-	return aead
+	return sealkey.AEAD(secret, "queryflux forward seal v1", owner, dialed, string(salt))
 }
 
 // seal is plain sealed for owner at the address dialed: a fresh salt, then the ciphertext.
@@ -83,6 +69,18 @@ func (f *Forwarder) unseal(dialed string, sealed []byte) ([]byte, error) {
 		return nil, errUnsealable
 	}
 	return plain, nil
+}
+
+// Seal seals plain for owner at endpoint (the owner's endpoint it is sent to, as to Outbound):
+// what a forward carries outside HTTP (a Flight SQL DoGet's ticket and user) travels only so.
+func (f *Forwarder) Seal(owner, endpoint string, plain []byte) []byte {
+	return f.seal(owner, DialedAddress(endpoint), plain)
+}
+
+// Open opens what a forwarder sealed for this worker at dialed (the request's HeaderPeerAddr);
+// an error when it was not sealed for this worker there with the worker secret, or was altered.
+func (f *Forwarder) Open(dialed string, sealed []byte) ([]byte, error) {
+	return f.unseal(dialed, sealed)
 }
 
 // sealedRequest is a follow-up as sealed: the client's request as the owner is to serve it.

@@ -163,6 +163,10 @@ func BeginSpin(now time.Time) bool {
 	return true
 }
 
+// MachineIdle reports whether the machine had idle CPU at the last sample (BeginSpin's first
+// bound): a waiter that sleeps at once where it may not spin asks before it commits to a sleep.
+func MachineIdle(now time.Time) bool { return askIdle(now) }
+
 // EndSpin ends what a true BeginSpin began. The time spun counts as idle in the idle
 // sampler's next sample (spunNanos).
 func EndSpin() {

@@ -150,6 +150,10 @@ func pingPong(b *testing.B, clients int, l *Loop, relay func(client, server *net
 	var wg sync.WaitGroup
 	per := b.N / clients
 	cpu0, loop0 := cpuTime(), loopCPU(l)
+	var quiet0, lapsed0 int64
+	if l != nil {
+		quiet0, lapsed0 = l.quietWaits.Load(), l.quietLapsed.Load()
+	}
 	b.ResetTimer()
 	for _, c := range conns {
 		wg.Add(1)
@@ -174,6 +178,8 @@ func pingPong(b *testing.B, clients int, l *Loop, relay func(client, server *net
 		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(n), "cpu-us/op")
 		if l != nil {
 			b.ReportMetric(float64((loopCPU(l)-loop0).Nanoseconds())/1e3/float64(n), "loop-cpu-us/op")
+			b.ReportMetric(float64(l.quietWaits.Load()-quiet0)/float64(n), "quiet-waits/op")
+			b.ReportMetric(float64(l.quietLapsed.Load()-lapsed0)/float64(n), "quiet-lapsed/op")
 		}
 	}
 }

@@ -44,6 +44,10 @@ type Loop struct {
 	recvArms, pollFirsts atomic.Int64
 	// emptyLooks counts a ring's turns that entered it without waiting and found nothing (tests).
 	emptyLooks atomic.Int64
+	// quietWaits counts a ring's turns that submitted quiet sends and waited in one enter.
+	quietWaits atomic.Int64
+	// quietLapsed counts those that ended with no news beyond their sends' completions.
+	quietLapsed atomic.Int64
 }
 
 // idleInterest is the epoll interest of a B kept in the set between pairs (Pair.KeepB): what a

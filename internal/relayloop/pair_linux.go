@@ -208,7 +208,7 @@ func (p *pair) scan(l *Loop, d Direction) bool {
 			// A ring sends the earlier answers later: the room is known once they are sent,
 			// as far as the client takes them (a send that must wait is cancelled).
 			if back.inflight == nil {
-				l.send(back, p.fd(AToB))
+				l.send(back, p.fd(AToB), false)
 			}
 			w := back.w
 			l.quiesceSend(p, BToA)
@@ -366,7 +366,7 @@ func (p *pair) flush(l *Loop, d Direction) {
 		if l.ring != nil {
 			// A send to the ring (one in flight at a time); its completion flushes on.
 			if st.inflight == nil {
-				l.send(st, p.fd(1-d))
+				l.send(st, p.fd(1-d), p.quietSend(d))
 			}
 			if !st.blocked {
 				st.blocked = true

@@ -3,6 +3,7 @@
 package relayloop
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -129,7 +130,26 @@ type ringIO struct {
 	// flagged: the kernel flags deferred completions (uring.Ring.TaskWork), so a turn with
 	// nothing to submit and none flagged waits at once rather than looking first.
 	flagged bool
+	// quiet counts the quiet sends (pair.quietSend) queued since the last enter; loud says
+	// that another send was.
+	quiet int
+	loud  bool
+	// noQuiet: the kernel refused a quiet wait (quietWait); the loop no longer tries one.
+	noQuiet bool
 }
+
+// quietMinWait bounds, in microseconds, how long a turn whose only news are quiet sends
+// waits for more than their completions (Loop.quietWait): past it, their completions alone
+// end the wait.
+const quietMinWait = 1000
+
+// quietTimeout bounds a quiet wait with no news at all, as a second bound: the loop turns and
+// waits as usual (nothing is lost but a turn).
+const quietTimeout = 50 * time.Millisecond
+
+// quietMax is the most bytes a quiet send carries: a message or a small answer, which a
+// socket's buffer takes at once.
+const quietMax = 16 << 10
 
 // recvQ is what a socket's receive brought that its stream has not taken yet.
 type recvQ struct {
@@ -195,6 +215,7 @@ func (g *ringIO) sqe() *uring.SQE {
 		if err := g.r.Submit(); err != nil {
 			panic(fmt.Sprintf("relayloop: %v", err))
 		}
+		g.quiet, g.loud = 0, false // submitted
 	}
 }
 
@@ -235,14 +256,33 @@ func (l *Loop) cancel(kind, fd int) {
 }
 
 // send queues a send of st.buf[w:s] to fd; its completion goes on with the stream (sent).
-func (l *Loop) send(st *stream, fd int) {
+// A quiet one (pair.quietSend) is sent whole (MSG_WAITALL: the kernel sends what a short
+// send left itself) and counted in the turn's quiet sends.
+func (l *Loop) send(st *stream, fd int, quiet bool) {
 	b := st.buf[st.w:st.s]
 	s := l.ring.sqe()
 	s.Opcode, s.FD = uring.OpSend, int32(fd)
 	s.Addr, s.Len = uint64(uintptrOf(b)), uint32(len(b))
 	s.OpFlags = unix.MSG_NOSIGNAL
+	if quiet && len(b) <= quietMax {
+		s.OpFlags |= unix.MSG_WAITALL
+		l.ring.quiet++
+	} else {
+		l.ring.loud = true
+	}
 	s.UserData = userData(kindSend, fd)
 	st.inflight = b // keeps the memory the kernel reads alive, whatever becomes of st.buf
+}
+
+// quietSend reports whether the send of stream d's framed bytes, about to be queued, is
+// quiet: its completion, once all of it is sent, asks nothing of the loop but to take it
+// (no unplug or end waits for it, nothing its source brought waits behind it), and what
+// the loop awaits next is the peer's answer to it, or other news. A turn whose only news
+// are quiet sends then submits them and awaits their completions and one more in the same
+// io_uring_enter (quietWait), where it took a look to submit them and a wait after.
+func (p *pair) quietSend(d Direction) bool {
+	st := &p.st[d]
+	return !st.unplug && st.pending == nil && !p.rq[d].waiting()
 }
 
 // runRing is the loop on the ring: look without blocking first (no hand-off of the thread
@@ -257,7 +297,10 @@ func (l *Loop) runRing() {
 		g.bufs.Publish()
 		if g.next == len(g.cqes) { // (else a quiesce took completions not handled yet)
 			looked := !g.flagged || g.r.Pending() > 0 || g.r.TaskWork()
-			if looked {
+			if looked && l.mayWaitQuiet() {
+				l.quietWait()
+				looked = false
+			} else if looked {
 				if err := g.r.GetEvents(); err != nil {
 					panic(fmt.Sprintf("relayloop: %v", err))
 				}
@@ -269,6 +312,7 @@ func (l *Loop) runRing() {
 				l.ringWait()
 			}
 		}
+		g.quiet, g.loud = 0, false
 		l.reap()
 		for g.next < len(g.cqes) && !g.closing {
 			c := g.cqes[g.next]
@@ -288,6 +332,38 @@ func (l *Loop) runRing() {
 		}
 	}
 	l.shutdown()
+}
+
+// mayWaitQuiet reports whether the turn's enter may wait at once (quietWait): the ring flags
+// deferred completions, none is flagged or waits in the queue, the only submissions queued
+// since the last enter are receives and quiet sends (one at least), and the loop would not
+// spin before it slept (a spin, where the machine has idle CPU, spares a wake-up).
+func (l *Loop) mayWaitQuiet() bool {
+	g := l.ring
+	return g.flagged && !g.noQuiet && g.quiet > 0 && !g.loud && g.r.Ready() == 0 && !g.r.TaskWork() && !l.spin.mightSpin()
+}
+
+// quietWait submits the turn's requests and awaits, in the same io_uring_enter, the quiet
+// sends' completions and one more (the answer to what was sent, or other news): for up to
+// quietMinWait, after which what came ends it (its sends' completions at least, once they
+// are done), as a timeout of the loop's does.
+func (l *Loop) quietWait() {
+	g := l.ring
+	timeout := quietTimeout
+	if ms := l.waitMillis(); ms >= 0 {
+		timeout = min(timeout, time.Duration(ms)*time.Millisecond)
+	}
+	l.quietWaits.Add(1)
+	if err := g.r.SubmitAndWaitMinTimeout(g.quiet+1, quietMinWait, timeout); errors.Is(err, unix.EINVAL) {
+		// A kernel that takes no min_wait (before 6.12) with nothing submitted: the turn's
+		// wait follows (nothing is ready), and the loop waits as it did before quiet sends.
+		g.noQuiet = true
+	} else if err != nil {
+		panic(fmt.Sprintf("relayloop: %v", err))
+	}
+	if g.r.Ready() <= g.quiet {
+		l.quietLapsed.Add(1)
+	}
 }
 
 // ringWait awaits a completion: spinning first, when the spinner allows, then asleep.
@@ -553,6 +629,7 @@ func (l *Loop) await(p *pair, recv, send [2]bool) {
 		if err := g.r.GetEvents(); err != nil {
 			panic(fmt.Sprintf("relayloop: %v", err))
 		}
+		g.quiet, g.loud = 0, false
 		l.reap()
 	}
 	for from, cancelled := g.next, false; ; {
@@ -593,6 +670,7 @@ func (l *Loop) await(p *pair, recv, send [2]bool) {
 		if err := g.r.SubmitAndWait(1); err != nil {
 			panic(fmt.Sprintf("relayloop: %v", err))
 		}
+		g.quiet, g.loud = 0, false
 		from = l.reap()
 	}
 }

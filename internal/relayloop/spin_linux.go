@@ -57,6 +57,12 @@ func (s *spinner) try(start time.Time, poll func() bool) bool {
 	return false
 }
 
+// mightSpin reports whether a wait beginning now may spin: the bounds try checks first, the
+// process's other waiters aside.
+func (s *spinner) mightSpin() bool {
+	return s.bound != 0 && s.lastWait <= s.bound && rawconn.MachineIdle(time.Now())
+}
+
 // end records the length of a wait that began at start and ended in a sleep.
 func (s *spinner) end(start time.Time) {
 	if s.bound != 0 {

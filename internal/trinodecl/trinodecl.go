@@ -2,7 +2,8 @@
 // engine's result type says less: now(), current_timestamp and from_unixtime(x) are
 // timestamp(3) with time zone in Trino (an engine's timestamptz keeps microseconds);
 // cast(x as varchar(7)) is varchar(7) (DuckDB drops the length at parse); timestamp
-// '2024-01-02 03:04:05.6789' is timestamp(4); interval '1' year is interval year to month.
+// '2024-01-02 03:04:05.6789' is timestamp(4); interval '1' year is interval year to month; a
+// literal's own type (literals.go).
 // The engines answer the Trino frontend with their own types, and the frontend announces these
 // instead, its values cut to the precision.
 package trinodecl
@@ -16,8 +17,28 @@ import (
 
 // Mentions reports cheaply whether sqlText may hold an item ItemTypes types.
 func Mentions(sqlText string) bool {
-	return sqltok.ContainsFold(sqlText, "now") || sqltok.ContainsFold(sqlText, "interval") || sqltok.ContainsFold(sqlText, "timestamp") ||
+	return strings.IndexByte(sqlText, '\'') >= 0 || sqltok.ContainsFold(sqlText, "null") || decimalPoint(sqlText) ||
+		sqltok.ContainsFold(sqlText, "now") || sqltok.ContainsFold(sqlText, "interval") || sqltok.ContainsFold(sqlText, "timestamp") ||
 		sqltok.ContainsFold(sqlText, "from_unixtime") || sqltok.ContainsFold(sqlText, "varchar") || sqltok.ContainsFold(sqlText, "zone")
+}
+
+// decimalPoint reports whether sqlText may hold a number that is not an integer: a point next
+// to a digit (1.5, .5), or a digit's exponent (1e0, 2E-3).
+func decimalPoint(sqlText string) bool {
+	digit := func(i int) bool { return i >= 0 && i < len(sqlText) && sqlText[i] >= '0' && sqlText[i] <= '9' }
+	for i := 0; i < len(sqlText); i++ {
+		switch sqlText[i] {
+		case '.':
+			if digit(i-1) || digit(i+1) {
+				return true
+			}
+		case 'e', 'E':
+			if digit(i-1) && (digit(i+1) || i+2 < len(sqlText) && (sqlText[i+1] == '-' || sqlText[i+1] == '+') && digit(i+2)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ItemTypes is the Trino type of each select item of sqlText's outermost SELECT, "" where the
@@ -96,6 +117,9 @@ var operandWords = map[string]bool{"is": true, "not": true, "and": true, "or": t
 
 // trinoItemType is the Trino type of a select item's expression where DuckDB's says less.
 func trinoItemType(toks []sqltok.Token) string {
+	if t := literalType(toks); t != "" {
+		return t
+	}
 	if end := zonedMillisEnd(toks); end > 0 && intervalsOnly(toks[end:]) {
 		return "timestamp(3) with time zone" // now() + interval '1' day: Trino keeps the timestamp's type
 	}

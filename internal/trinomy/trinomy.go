@@ -12,6 +12,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/boundedcache"
 	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/internal/trinodecl"
 	"github.com/queryflux/queryflux/internal/trinopg"
 )
 
@@ -59,7 +60,7 @@ func lexical(sqlText string) string {
 			toks = append(toks, t)
 			changed = changed || t.Kind == sqltok.QuotedIdent || t.Text == "||" ||
 				t.Kind == sqltok.String && strings.Contains(t.Text, `\`) || t.IsWord("date_add") || t.IsWord("date_diff") ||
-				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast")
+				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast") || t.IsWord("uuid") || t.IsWord("json") || t.IsWord("interval")
 		}
 	}
 	query := sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "select", "with")
@@ -87,6 +88,10 @@ func lexical(sqlText string) string {
 	dateUnits(toks, text, pre, post)
 	offsetFirst(toks, text, post)
 	castTypes(toks, text)
+	typedLiterals(toks, text, pre, post)
+	if query {
+		intervalItems(toks, text)
+	}
 	for k, n := range places { // Trino's name of an unaliased expression, MariaDB's its text
 		post[lasts[k]] += " AS _col" + strconv.Itoa(n)
 	}
@@ -465,4 +470,51 @@ func castTypes(toks []sqltok.Token, text []string) {
 			}
 		}
 	}
+}
+
+// typedLiterals writes Trino's uuid '..' and json '..' literals, which MariaDB has not, as
+// CAST('..' AS UUID) (MariaDB checks it, and writes it as Trino does) and JSON_COMPACT('..')
+// (Trino's json literal is its text without blanks). The Trino frontend announces a select
+// item that is one as uuid or json (trinodecl's literals.go).
+func typedLiterals(toks []sqltok.Token, text, pre, post []string) {
+	for i := 0; i+1 < len(toks); i++ {
+		if toks[i+1].Kind != sqltok.String || !strings.HasPrefix(toks[i+1].Text, "'") || i > 0 && toks[i-1].Text == "." {
+			continue
+		}
+		switch {
+		case toks[i].IsWord("uuid"):
+			text[i], pre[i+1], post[i+1] = "", "CAST(", " AS UUID)"
+		case toks[i].IsWord("json"):
+			text[i], pre[i+1], post[i+1] = "", "JSON_COMPACT(", ")"
+		}
+	}
+}
+
+// intervalItems writes a select item that is a Trino interval literal (interval '2' day,
+// interval '1-2' year to month), which MariaDB has only inside date arithmetic, as its value's
+// text as Trino writes it ('2 00:00:00.000', '1-2'); the Trino frontend announces its column as
+// the interval (trinodecl's literals.go). An interval inside an expression is MariaDB's.
+func intervalItems(toks []sqltok.Token, text []string) {
+	los, his := trinopg.ItemBounds(toks)
+	for k, lo := range los {
+		for _, n := range []int{3, 5} {
+			end := lo + n
+			if end > his[k] || !aliasOnly(toks[end:his[k]]) {
+				continue
+			}
+			if value, _, ok := trinodecl.IntervalLiteral(toks[lo:end]); ok {
+				text[lo] = "'" + value + "'"
+				for j := lo + 1; j < end; j++ {
+					text[j] = ""
+				}
+			}
+		}
+	}
+}
+
+// aliasOnly reports whether toks are nothing or an item's alias (AS name, name).
+func aliasOnly(toks []sqltok.Token) bool {
+	name := func(t sqltok.Token) bool { return t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent }
+	return len(toks) == 0 || len(toks) == 1 && name(toks[0]) && !toks[0].IsWord("to") ||
+		len(toks) == 2 && toks[0].IsWord("as") && name(toks[1])
 }

@@ -42,6 +42,12 @@ func TestLexical(t *testing.T) {
 			`select cast(a as SIGNED) x, cast(a as SIGNED) DIV 2 y, cast(b as DOUBLE) z, cast(c as CHAR(5)) v, cast(c as CHAR) w, ` +
 				`cast(d as BINARY) u, cast(e as DATETIME(3)) s, cast(f as decimal(10,2)) r, cast(cast(g as SIGNED) as DOUBLE) q from t`},
 		{`select a from t limit 2`, `select a from t limit 2`},
+		// Trino's typed literals MariaDB has not
+		{`select uuid '6ccd780c-baba-1026-9564-5b8c656024db' u, json '{"a": 1}' j from t where k = uuid 'x'`,
+			`select  CAST('6ccd780c-baba-1026-9564-5b8c656024db' AS UUID) u,  JSON_COMPACT('{"a": 1}') j from t where k =  CAST('x' AS UUID)`},
+		{`select interval '2' day, interval '1-2' year to month m, interval '3' hour as h, d + interval '1' day e from t`,
+			`select '2 00:00:00.000'   AS _col0, '1-2'     m, '0 03:00:00.000'   as h, d + interval '1' day e from t`},
+		{`select t.uuid 'x' from t`, `select t.uuid 'x' AS _col0 from t`},
 	} {
 		if got := lexical(c.in); got != c.want {
 			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)

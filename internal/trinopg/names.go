@@ -58,6 +58,16 @@ func UnnamedItems(toks []sqltok.Token) (places, lasts []int) {
 	return places, lasts
 }
 
+// ItemBounds are the first and past-the-last token index in toks of each item of toks' outermost
+// select list (its alias included); nil when there is none. The caller checks that toks are a
+// SELECT or WITH query.
+func ItemBounds(toks []sqltok.Token) (los, his []int) {
+	for _, item := range selectItems(toks) {
+		los, his = append(los, item.lo), append(his, item.hi)
+	}
+	return los, his
+}
+
 // selectItems are the items of toks' first select list outside parentheses (after any WITH);
 // nil when there is none.
 func selectItems(toks []sqltok.Token) []span {

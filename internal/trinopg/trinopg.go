@@ -52,8 +52,9 @@ func SQL(sqlText string, s Session) (Translation, error) {
 	read, reads := infoSchemaColumns(named)
 	valued, values := valuesNamed(read)
 	bytes, binaries := binaryLiterals(valued)
-	t.SQL = bytes
-	for _, pass := range [][]edit{zones, calls, names, reads, values, binaries} {
+	doubled, doubles := doubleLiterals(bytes)
+	t.SQL = doubled
+	for _, pass := range [][]edit{zones, calls, names, reads, values, binaries, doubles} {
 		if len(pass) > 0 {
 			t.passes = append(t.passes, pass)
 		}

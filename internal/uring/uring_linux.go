@@ -412,33 +412,38 @@ func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 // SubmitAndWaitMin submits the pending entries and waits for want completions for at most
 // minWait microseconds; after that it returns as soon as there is one (kernel 6.12+: the
 // batch wait of IORING_ENTER_EXT_ARG's min_wait_usec). A DeferTaskrun ring is not woken by
-// each completion meanwhile: one wake-up for a batch. Blocking, as SubmitAndWait.
+// each completion meanwhile: one wake-up for a batch. Blocking, as SubmitAndWait. With no
+// timeout besides, the kernel ends the wait at minWait even when no completion came.
 func (r *Ring) SubmitAndWaitMin(want int, minWait uint32) error {
+	return r.waitExt(want, minWait, -1)
+}
+
+// SubmitAndWaitMinTimeout is SubmitAndWaitMin whose wait, once minWait has passed with no
+// completion, goes on for one until timeout (from the call) has passed: nil then too.
+func (r *Ring) SubmitAndWaitMinTimeout(want int, minWait uint32, timeout time.Duration) error {
+	return r.waitExt(want, minWait, max(timeout, 0))
+}
+
+// SubmitAndWaitTimeout is SubmitAndWait bounded by timeout (kernel 5.11+: IORING_ENTER_EXT_ARG's
+// timespec): it returns nil when the time passed without completions (ETIME).
+func (r *Ring) SubmitAndWaitTimeout(want int, timeout time.Duration) error {
+	return r.waitExt(want, 0, max(timeout, 0))
+}
+
+// waitExt is an enter with IORING_ENTER_EXT_ARG: a wait for want completions, minWait
+// microseconds of it batched (0: none), bounded by timeout (< 0: none).
+func (r *Ring) waitExt(want int, minWait uint32, timeout time.Duration) error {
 	arg := struct {
 		Sigmask   uint64
 		SigmaskSz uint32
 		MinWait   uint32
 		TS        uint64
 	}{MinWait: minWait}
-	n := r.publish()
-	_, _, e := syscall.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(n), uintptr(want),
-		r.enterFl|enterGetEvents|enterExtArg, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
-	if e != 0 && e != unix.EINTR && e != unix.EAGAIN && e != unix.EBUSY && e != unix.ETIME {
-		return fmt.Errorf("uring: io_uring_enter: %w", e)
+	var ts unix.Timespec
+	if timeout >= 0 {
+		ts = unix.NsecToTimespec(timeout.Nanoseconds())
+		arg.TS = uint64(uintptr(unsafe.Pointer(&ts)))
 	}
-	return nil
-}
-
-// SubmitAndWaitTimeout is SubmitAndWait bounded by timeout (kernel 5.11+: IORING_ENTER_EXT_ARG's
-// timespec): it returns nil when the time passed without completions (ETIME).
-func (r *Ring) SubmitAndWaitTimeout(want int, timeout time.Duration) error {
-	ts := unix.NsecToTimespec(max(timeout, 0).Nanoseconds())
-	arg := struct {
-		Sigmask   uint64
-		SigmaskSz uint32
-		MinWait   uint32
-		TS        uint64
-	}{TS: uint64(uintptr(unsafe.Pointer(&ts)))}
 	n := r.publish()
 	_, _, e := syscall.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(n), uintptr(want),
 		r.enterFl|enterGetEvents|enterExtArg, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))

@@ -240,3 +240,77 @@ func TestProtocolDecisionsAreTheRuntimes(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderConditions: a header condition reads the request's header, whatever other headers it
+// carries: an absent header matches no pattern (not even one matching ""), HeaderEquals with a
+// value wants that value, and with none wants the header present.
+func TestHeaderConditions(t *testing.T) {
+	other := map[string]string{"X-Other": "1"}
+	team := func(v string) map[string]string { return map[string]string{"X-Other": "1", "x-team": v} }
+	cases := []struct {
+		name    string
+		cond    Condition
+		headers map[string]string
+		want    bool
+	}{
+		{"pattern matching empty, header absent", HeaderMatches{"X-Team", regexp.MustCompile(`^.*$`)}, other, false},
+		{"pattern matching empty, no headers", HeaderMatches{"X-Team", regexp.MustCompile(`^.*$`)}, nil, false},
+		{"pattern, header matches", HeaderMatches{"X-Team", regexp.MustCompile(`^bi$`)}, team("bi"), true},
+		{"pattern, header differs", HeaderMatches{"X-Team", regexp.MustCompile(`^bi$`)}, team("ops"), false},
+		{"equals, header absent", HeaderEquals{"X-Team", "bi"}, other, false},
+		{"equals, header differs", HeaderEquals{"X-Team", "bi"}, team("ops"), false},
+		{"equals, header same", HeaderEquals{"X-Team", "bi"}, team("bi"), true},
+		{"equals empty value, header absent", HeaderEquals{"X-Team", ""}, other, false},
+		{"equals empty value, header present", HeaderEquals{"X-Team", ""}, team("ops"), true},
+		{"equals empty value, header present and empty", HeaderEquals{"X-Team", ""}, team(""), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, why := tc.cond.Test(&query.Request{Headers: tc.headers}); got != tc.want {
+				t.Fatalf("%#v on %v: %v (%s), want %v", tc.cond, tc.headers, got, why, tc.want)
+			}
+		})
+	}
+	r := &HeaderRouter{Header: "X-Team", ByValue: map[string]string{"": "empty", "bi": "bi"}}
+	if g, why, ok, _ := r.Route(&query.Request{Headers: other}); ok || !strings.Contains(why, "absent") {
+		t.Fatalf("an absent header routed to %q (%s): an empty value is not an absent header", g, why)
+	}
+	if g, _, ok, _ := r.Route(&query.Request{Headers: team("")}); !ok || g != "empty" {
+		t.Fatalf("a present empty header routed to %q %v, want the empty value's group", g, ok)
+	}
+}
+
+// TestEveryRouterNamesItsGroups: a runtime refuses a router naming a group it does not serve,
+// whichever rule of the router names it.
+func TestEveryRouterNamesItsGroups(t *testing.T) {
+	re := regexp.MustCompile(`x`)
+	for _, r := range []Router{
+		&ProtocolRouter{ByProtocol: map[string]string{"trino": "g", "mysql": "nowhere"}},
+		&HeaderRouter{Header: "X-Team", ByValue: map[string]string{"a": "g", "b": "nowhere"}},
+		&QueryRegexRouter{Rules: []RegexRule{{re, "g"}, {re, "nowhere"}}},
+		&TagsRouter{Rules: []TagRule{{[]string{"a"}, "g"}, {[]string{"b"}, "nowhere"}}},
+		&CompoundRouter{Mode: MatchAll, Conditions: []Condition{UserIs{"bob"}}, Group: "nowhere"},
+	} {
+		spec := oneGroup(RoundRobin, 0, 0, cl("a", 1, &fakeEngine{rows: 1}))
+		spec.Routers = []Router{r}
+		if _, err := NewRuntime(spec); err == nil || !strings.Contains(err.Error(), `unknown group "nowhere"`) {
+			t.Errorf("%s naming an unknown group: %v, want refused", r.Kind(), err)
+		}
+	}
+}
+
+// TestRoutingReasons: a trace says why each router did or did not match, in words an operator
+// can act on: the protocol that has no entry (one no frontend speaks too), every condition of a
+// compound router that held.
+func TestRoutingReasons(t *testing.T) {
+	p := &ProtocolRouter{ByProtocol: map[string]string{"trino": "t"}}
+	for _, proto := range []string{query.ProtocolMySQL, "carrier-pigeon"} {
+		if _, why, ok, _ := p.Route(&query.Request{Protocol: proto}); ok || why != `no entry for protocol "`+proto+`"` {
+			t.Errorf("protocol %s: %v %q", proto, ok, why)
+		}
+	}
+	c := &CompoundRouter{Mode: MatchAll, Group: "c", Conditions: []Condition{UserIs{"bob"}, ProtocolIs{[]string{"trino"}}}}
+	if _, why, ok, _ := c.Route(&query.Request{User: "bob", Protocol: "trino"}); !ok || why != `all: user "bob"; protocol trino` {
+		t.Errorf("compound all: %v %q", ok, why)
+	}
+}

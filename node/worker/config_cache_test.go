@@ -1,6 +1,9 @@
 package worker
 
 import (
+	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,4 +108,116 @@ func TestConfigSyncRefusesABadKeptSnapshot(t *testing.T) {
 			t.Fatal("a bad kept snapshot was activated")
 		}
 	}
+}
+
+func activeOf(s *ConfigSync) *snapshot.WorkerSnapshotV1 { _, snap := s.Active(); return snap }
+
+// failingStore is a SnapshotStore whose disk fails as told, counting its reads.
+type failingStore struct {
+	MemorySnapshotStore
+	loadErr, saveErr error
+	loads            atomic.Int64
+}
+
+func (f *failingStore) Load() ([]byte, error) {
+	f.loads.Add(1)
+	if f.loadErr != nil {
+		return nil, f.loadErr
+	}
+	return f.MemorySnapshotStore.Load()
+}
+
+func (f *failingStore) Save(b []byte) error {
+	if f.saveErr != nil {
+		return f.saveErr
+	}
+	return f.MemorySnapshotStore.Save(b)
+}
+
+// TestConfigCacheTellsTheOperator: what happens to the last good configuration is in the
+// worker's log where an operator looks (a disk that cannot keep or read it, a kept copy refused,
+// a start from it), an empty store is no error, and a refused copy is read once per process.
+func TestConfigCacheTellsTheOperator(t *testing.T) {
+	startFrom := func(f *csFleet, st SnapshotStore) *ConfigSync {
+		s := NewConfigSync(f.worker, ConfigSyncOptions{Store: st, BackoffMin: 10 * time.Millisecond})
+		ctx, cancel := f.e.WithTimeout(f.ctx, 5*time.Second)
+		defer cancel()
+		s.startFromCache(ctx, "test")
+		return s
+	}
+	wantLog := func(f *csFleet, parts ...string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			line := ""
+			for _, l := range strings.Split(f.logs.String(), "\n") {
+				if strings.Contains(l, parts[0]) {
+					line = l
+				}
+			}
+			missing := ""
+			for _, p := range parts {
+				if !strings.Contains(line, p) {
+					missing = p
+				}
+			}
+			if missing == "" {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no log line with %q (missing %q) in:\n%s", parts[0], missing, f.logs.String())
+			}
+		}
+	}
+
+	t.Run("a disk that cannot keep it", func(t *testing.T) {
+		f := newCSFleet(t, time.Minute)
+		if err := f.srv.Publish(csSnap(t, 1)); err != nil {
+			t.Fatal(err)
+		}
+		s := NewConfigSync(f.worker, ConfigSyncOptions{Store: &failingStore{saveErr: errors.New("disk is full")}, BackoffMin: 10 * time.Millisecond})
+		f.start(s)
+		f.waitActive(s, "")
+		wantLog(f, "could not keep the last good configuration", "level=WARN", "disk is full")
+	})
+	t.Run("a disk that cannot read it", func(t *testing.T) {
+		f := newCSFleet(t, time.Minute)
+		st := &failingStore{loadErr: errors.New("permission denied")}
+		if s := startFrom(f, st); activeOf(s) != nil {
+			t.Fatal("an unreadable store activated a configuration")
+		}
+		wantLog(f, "could not read the last good configuration", "level=WARN", "permission denied")
+		if strings.Contains(f.logs.String(), "was refused") {
+			t.Fatalf("an unreadable store was read as a refused configuration:\n%s", f.logs.String())
+		}
+	})
+	t.Run("an empty store", func(t *testing.T) {
+		f := newCSFleet(t, time.Minute)
+		startFrom(f, &failingStore{})
+		if logs := f.logs.String(); strings.Contains(logs, "last good configuration") {
+			t.Fatalf("an empty store is logged as a failure:\n%s", logs)
+		}
+	})
+	t.Run("a refused copy, read once", func(t *testing.T) {
+		f := newCSFleet(t, time.Minute)
+		st := &failingStore{}
+		b, err := snapshot.Encode(invalidSnap(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = st.MemorySnapshotStore.Save(b)
+		s := startFrom(f, st)
+		wantLog(f, "the last good configuration was refused", "level=ERROR")
+		s.startFromCache(f.ctx, "again")
+		if n := st.loads.Load(); n != 1 {
+			t.Fatalf("the refused copy was read %d times, want once per process", n)
+		}
+	})
+	t.Run("a start from it", func(t *testing.T) {
+		f := newCSFleet(t, time.Minute)
+		good := csSnap(t, 2)
+		if s := startFrom(f, storeWith(t, good)); activeOf(s) == nil {
+			t.Fatal("the kept configuration was not activated")
+		}
+		wantLog(f, "started from the last good configuration", "level=WARN", good.Revision, "because=test")
+	})
 }

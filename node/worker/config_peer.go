@@ -17,7 +17,6 @@ package worker
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -31,6 +30,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/sealkey"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
 
@@ -214,17 +214,7 @@ const (
 
 // peerSealAEAD is the cipher keyed by the worker secret.
 func peerSealAEAD(secret string) cipher.AEAD {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte("queryflux peer snapshot seal v1"))
-	block, err := aes.NewCipher(m.Sum(nil))
-	if err != nil {
-		panic(err) // a 32-byte key always makes a cipher
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		panic(err)
-	}
-	return aead
+	return sealkey.AEAD(secret, "queryflux peer snapshot seal v1")
 }
 
 // peerSealNonce is the nonce for the snapshot the confirmation proof confirms: the proof binds

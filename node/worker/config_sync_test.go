@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/logbuf"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/env"
@@ -42,11 +44,13 @@ type csFleet struct {
 	srv     *controlplane.ConfigServer
 	counter *countingTransport
 	worker  *Worker
+	logs    *logbuf.Buffer // what the worker logged
 }
 
 func newCSFleet(t *testing.T, poll time.Duration) *csFleet {
 	t.Helper()
-	e := env.Real(nil)
+	logs := &logbuf.Buffer{}
+	e := env.Real(slog.New(slog.NewTextHandler(logs, nil)))
 	ctx, cancel := e.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	cp := controlplane.New(e, controlplane.Config{WorkerSecret: csSecret, AllowShortTimeouts: true}, registry.NewMemory())
@@ -56,7 +60,7 @@ func newCSFleet(t *testing.T, poll time.Duration) *csFleet {
 	t.Cleanup(hs.Close)
 	counter := &countingTransport{next: http.DefaultTransport}
 	w := New(e, Config{ControlPlaneURL: hs.URL, Secret: csSecret, Name: "w1"}, &http.Client{Transport: counter})
-	return &csFleet{t: t, e: e, ctx: ctx, srv: srv, counter: counter, worker: w}
+	return &csFleet{t: t, e: e, ctx: ctx, srv: srv, counter: counter, worker: w, logs: logs}
 }
 
 // start runs sync.Run as a task and waits for it to end at cleanup.

@@ -38,11 +38,17 @@ func (w *Worker) logHeartbeatResult(ctx context.Context, err error) {
 	}
 	w.mu.Lock()
 	failures := w.failures
+	msg := ""
+	if err != nil {
+		// As the status shows it: an answer that echoes the worker's secret or token does
+		// not reach the log.
+		msg = w.redactLocked(err.Error())
+	}
 	w.mu.Unlock()
 	log := w.e.Logger()
 	switch {
 	case err != nil && (failures == 1 || failures%failureLogEvery == 0):
-		log.Warn("heartbeat failed", "worker", w.cfg.Name, "failuresInARow", failures, "err", err)
+		log.Warn("heartbeat failed", "worker", w.cfg.Name, "failuresInARow", failures, "err", msg)
 	case err == nil && w.recovering():
 		log.Info("heartbeats reach the control plane again", "worker", w.cfg.Name)
 	}

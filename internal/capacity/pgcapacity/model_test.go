@@ -32,7 +32,7 @@ func outcome(err error) string {
 	return "error: " + err.Error()
 }
 
-// TestModelMemoryMatchesPostgres runs random sequences of acquire, renew, release,
+// TestModelMemoryMatchesPostgres runs random sequences of acquire (named or not), renew, release,
 // release-batch (claimed by the right holder, the wrong one or none), revocations (expired,
 // by holder, by ref), sweep locks, the waiting record (denials, grants) and clock advances against the in-memory
 // store and the Postgres store, requires the same answer from both at every step, and checks
@@ -84,9 +84,11 @@ func TestModelMemoryMatchesPostgres(t *testing.T) {
 				c := rapid.SampledFrom(clusters).Draw(rt, "cluster")
 				h := rapid.SampledFrom(holders).Draw(rt, "holder")
 				d := ttl(rt)
-				m, merr := mem.Acquire(ctx, c, h, caps[c], d, now)
-				p, perr := pg.Acquire(ctx, c, h, caps[c], d, now)
-				both("acquire", m, p, merr, perr)
+				// Named or not: a name whose lease is live is answered that lease, renewed.
+				name := rapid.SampledFrom([]string{"", "", "n1", "n2"}).Draw(rt, "request")
+				m, merr := mem.AcquireNamed(ctx, c, h, name, caps[c], d, now)
+				p, perr := pg.AcquireNamed(ctx, c, h, name, caps[c], d, now)
+				both("acquire "+name, m, p, merr, perr)
 				if merr == nil {
 					seen = append(seen, m)
 				}

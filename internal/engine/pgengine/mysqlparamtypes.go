@@ -1,13 +1,16 @@
 package pgengine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -18,34 +21,121 @@ import (
 // concat(v, ?), concat('%', ?, '%'), ? IS NULL, a select item `?`, ? = ?. MariaDB takes the
 // client's value with the type the client sent; PostgreSQL refuses the Parse (42P18, "could not
 // determine data type of parameter $1"), or types it text (a select item), which pgx cannot
-// encode a number as. Such a statement is parsed again with that parameter
+// encode a number as. Which parameter is found by asking (untypedParam), not by reading the
+// error's words. Such a statement is parsed again with that parameter
 // cast to the type of the client's value (text for a string or NULL, bigint, double precision,
 // numeric for an unsigned, timestamp, bytea), once per parameter PostgreSQL names, where a
 // failed Parse costs nothing else: outside a transaction (a failed Parse aborts one).
 
-// undeterminedParam is the number of the parameter a 42P18 names, or the one pgx could not
-// encode as the type PostgreSQL gave it (a select item `?`, which PostgreSQL takes for text,
-// given a number); 0 if err is neither.
-func undeterminedParam(err error) int {
+// indeterminateDatatype is PostgreSQL's SQLSTATE for a parameter it could not type.
+const indeterminateDatatype = "42P18"
+
+// untypedParam is the number of a parameter of sqlText (PostgreSQL's, $n parameters) that
+// PostgreSQL cannot take the client's value for, after the statement failed with err; 0 when
+// there is none. It reads no error's words (PostgreSQL's follow lc_messages, pgx's its
+// version): a Parse refused with 42P18 (a parameter PostgreSQL could not type) names the
+// parameter that, parsed alone (the others NULL), is still refused so; any other failure that
+// is no PostgreSQL error (pgx refused to encode a value) names the first parameter whose client
+// value pgx's type map cannot encode as the type the statement's description gives it (a
+// select item `?`, which PostgreSQL types text, given a number).
+func untypedParam(ctx context.Context, db querier, sqlText string, args []any, err error) int {
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "42P18" {
-		var i int
-		if err != nil && strings.Contains(err.Error(), "into text format for text") {
-			if _, e := fmt.Sscanf(err.Error(), "failed to encode args[%d]", &i); e == nil {
-				return i + 1
-			}
+	indeterminate := errors.As(err, &pe) && pe.Code == indeterminateDatatype
+	if err == nil || pe != nil && !indeterminate || ctx.Err() != nil {
+		return 0
+	}
+	n := 0
+	_ = withConn(ctx, db, func(c *pgx.Conn) error {
+		if indeterminate {
+			n = indeterminateParam(ctx, c.PgConn(), sqlText, len(args))
+			return nil
 		}
-		return 0
-	}
-	i := strings.LastIndexByte(pe.Message, '$')
-	if i < 0 {
-		return 0
-	}
-	n, e := strconv.Atoi(pe.Message[i+1:])
-	if e != nil {
-		return 0
-	}
+		sd, err := c.PgConn().Prepare(ctx, "", sqlText, nil)
+		if err != nil || len(sd.ParamOIDs) != len(args) {
+			return err
+		}
+		n = unencodableParam(c.TypeMap(), sd.ParamOIDs, args)
+		return nil
+	})
 	return n
+}
+
+// indeterminateParam is the first of sqlText's count parameters that PostgreSQL cannot type
+// when it is the statement's only one (each parsed as $1, the others NULL, which PostgreSQL
+// types from their places, or as text): 0 if none.
+func indeterminateParam(ctx context.Context, pc *pgconn.PgConn, sqlText string, count int) int {
+	for i := 1; i <= count; i++ {
+		alone, ok := paramAlone(sqlText, i)
+		if !ok {
+			continue
+		}
+		_, err := pc.Prepare(ctx, "", alone, nil)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == indeterminateDatatype {
+			return i
+		}
+		if err != nil && !errors.As(err, &pe) {
+			return 0 // the connection failed: no more asking
+		}
+	}
+	return 0
+}
+
+// paramAlone is sqlText with parameter n renumbered $1 and every other one NULL; ok is false
+// when sqlText does not hold $n.
+func paramAlone(sqlText string, n int) (string, bool) {
+	want := "$" + strconv.Itoa(n)
+	var b strings.Builder
+	found := false
+	last := 0
+	s := sqltok.NewScanner(sqlText, sqltok.Postgres)
+	for t, ok := s.Next(); ok; t, ok = s.Next() {
+		if t.Kind != sqltok.Param {
+			continue
+		}
+		b.WriteString(sqlText[last:t.Pos])
+		if t.Text == want {
+			b.WriteString("$1")
+			found = true
+		} else {
+			b.WriteString("NULL")
+		}
+		last = t.Pos + len(t.Text)
+	}
+	b.WriteString(sqlText[last:])
+	return b.String(), found
+}
+
+// unencodableParam is the number of the first of args that m cannot encode as the parameter
+// type oids gives it, in either format (as pgx would try it): 0 if every one encodes.
+func unencodableParam(m *pgtype.Map, oids []uint32, args []any) int {
+	for i, v := range args {
+		if _, err := m.Encode(oids[i], pgtype.BinaryFormatCode, v, nil); err == nil {
+			continue
+		}
+		if _, err := m.Encode(oids[i], pgtype.TextFormatCode, v, nil); err != nil {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// withConn runs f on db's connection: the pinned one, or one acquired from the pool for it.
+func withConn(ctx context.Context, db querier, f func(*pgx.Conn) error) error {
+	switch db := db.(type) {
+	case *pgxpool.Conn:
+		return f(db.Conn())
+	case *pgxpool.Pool:
+		c, err := db.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Release()
+		return f(c.Conn())
+	case *pgx.Conn:
+		return f(db)
+	}
+	return fmt.Errorf("pgengine: no connection to describe on")
 }
 
 // typedParam is sqlText (PostgreSQL's, $n parameters) with parameter n cast to the type of the

@@ -338,6 +338,9 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		defer func() { err = showError(err) }()
 	} else {
 		sqlText = numberedParams(q)
+		if q.Protocol == query.ProtocolMySQL {
+			sqlText = mysqlConcat(sqlText) // CONCAT with a NULL is NULL, as MariaDB's
+		}
 	}
 	var trino trinopg.Translation
 	if q.Protocol == query.ProtocolTrino { // Trino's dialect: its SHOW, functions and column names
@@ -353,7 +356,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 	}
 	rows, err := db.Query(ctx, sqlText, args...)
 	for tries := 0; err != nil && tries < len(q.Args) && retypesParams(q) && outsideTx(db); tries++ { // mysqlparamtypes.go
-		typed, ok := typedParam(sqlText, undeterminedParam(err), q.Args)
+		typed, ok := typedParam(sqlText, untypedParam(ctx, db, sqlText, q.Args, err), q.Args)
 		if !ok {
 			break
 		}
@@ -440,16 +443,25 @@ func cancelledOr(ctx context.Context, err error) error {
 
 // Describe prepares q's SQL (unnamed statement) and reports its parameter and column types.
 func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	if q.Protocol == query.ProtocolMySQL {
+		ctx = forStatement(ctx, q) // readied as its execution's connection (search_path, user)
+	}
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return nil, wrapErr(err)
 	}
 	defer conn.Release()
+	if q.Protocol == query.ProtocolMySQL { // mysqldescribe.go
+		return e.describeForMySQL(ctx, conn.Conn().PgConn(), q)
+	}
 	return describeOn(ctx, conn.Conn().PgConn(), q.SQL)
 }
 
 // Describe prepares q's SQL on the session's connection (it may use the transaction's work).
 func (s *session) Describe(ctx context.Context, q *query.Request) (*engine.Description, error) {
+	if q.Protocol == query.ProtocolMySQL {
+		return s.e.describeForMySQL(ctx, s.conn.Conn().PgConn(), q)
+	}
 	return describeOn(ctx, s.conn.Conn().PgConn(), q.SQL)
 }
 

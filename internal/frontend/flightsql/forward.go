@@ -4,9 +4,13 @@ package flightsql
 // for a ticket of another worker is forwarded there, with the worker secret and the user this
 // worker authenticated, and the owner's stream is relayed batch by batch; clients need not
 // follow FlightEndpoint locations (arrow-go's does not: it fetches on the connection it has).
+// The ticket's handle and the user travel sealed for the owner at the address dialed
+// (headerSealed; the ticket sent is sealedHandle): whatever answers at a stale peer address
+// reads neither.
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -24,8 +28,38 @@ import (
 	"github.com/queryflux/queryflux/internal/forward"
 )
 
-// headerUser carries the user the forwarding worker authenticated.
+// headerUser carries the user the forwarding worker authenticated (forwarders of the previous
+// release; now it travels in headerSealed).
 const headerUser = "x-queryflux-forwarded-user"
+
+// headerSealed carries a forwarded DoGet's sealedGet, sealed for the owner at the address
+// dialed (forward.Forwarder.Seal); the ticket then names sealedHandle.
+const headerSealed = "x-queryflux-sealed-bin"
+
+// sealedHandle is the statement handle of a forwarded DoGet's ticket whose handle is sealed.
+const sealedHandle = "sealed"
+
+// sealedGet is what a forwarded DoGet seals: the client's user and its ticket's handle.
+type sealedGet struct {
+	User   string `json:"user"`
+	Handle string `json:"handle"`
+}
+
+// openSealedGet opens a forwarded call's headerSealed; ok false when it carries none.
+func (s *Server) openSealedGet(md metadata.MD) (get sealedGet, ok bool, err error) {
+	sealed := first(md, headerSealed)
+	if sealed == "" || s.opts.Forward == nil {
+		return sealedGet{}, false, nil
+	}
+	plain, err := s.opts.Forward.Open(first(md, strings.ToLower(forward.HeaderPeerAddr)), []byte(sealed))
+	if err != nil {
+		return sealedGet{}, true, err
+	}
+	if json.Unmarshal(plain, &get) != nil || get.User == "" || get.Handle == "" {
+		return sealedGet{}, true, errors.New("a sealed forward whose ticket does not read")
+	}
+	return get, true, nil
+}
 
 // resultHandle is a new statement handle, naming this worker when it forwards.
 func (s *Server) resultHandle() string {
@@ -49,14 +83,24 @@ func mdGetter(md metadata.MD) func(string) string {
 // forwardedUser returns the user of a call forwarded by another worker (ok false for a direct
 // call); a call claiming to be forwarded without the worker secret is refused.
 func (s *Server) forwardedUser(md metadata.MD) (user string, ok bool, err error) {
-	hop, err := s.opts.Forward.Inbound(mdGetter(md), forward.BindFlightSQL(first(md, headerUser)))
+	user = first(md, headerUser)
+	if first(md, strings.ToLower(forward.HeaderHop)) != "" {
+		get, sealed, err := s.openSealedGet(md)
+		if err != nil {
+			return "", false, status.Error(codes.PermissionDenied, err.Error())
+		}
+		if sealed {
+			user = get.User
+		}
+	}
+	hop, err := s.opts.Forward.Inbound(mdGetter(md), forward.BindFlightSQL(user))
 	if err != nil {
 		return "", false, status.Error(codes.PermissionDenied, err.Error())
 	}
 	if !hop.Forwarded {
 		return "", false, nil
 	}
-	if user = first(md, headerUser); user == "" {
+	if user == "" {
 		return "", false, status.Error(codes.PermissionDenied, "a forwarded call names no user")
 	}
 	return user, true, nil
@@ -114,12 +158,13 @@ func (s *Server) openAtOwner(ctx context.Context, fwd *forward.Forwarder, owner,
 }
 
 func (s *Server) doGetAt(ctx context.Context, fwd *forward.Forwarder, conn *grpc.ClientConn, owner, ep, handle string) (*flight.Reader, error) {
-	ticket, err := fsql.CreateStatementQueryTicket([]byte(handle))
+	ticket, err := fsql.CreateStatementQueryTicket([]byte(sealedHandle))
 	if err != nil {
 		return nil, err
 	}
 	user := userOf(ctx)
-	pairs := []string{headerUser, user}
+	plain, _ := json.Marshal(sealedGet{User: user, Handle: handle}) // strings only: it cannot fail
+	pairs := []string{headerSealed, string(fwd.Seal(owner, ep, plain))}
 	hop := fwd.Outbound(owner, ep, forward.BindFlightSQL(user), clientAddr(ctx), isTLS(ctx))
 	for k, v := range hop {
 		pairs = append(pairs, strings.ToLower(k), v)

@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/certs"
@@ -605,6 +606,14 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd fsql.StatementQ
 // connection, or ResultTTL.
 func (s *Server) DoGetStatement(ctx context.Context, ticket fsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	handle := string(ticket.GetStatementHandle())
+	if handle == sealedHandle { // a forwarded DoGet: its handle is sealed (the interceptor opened it)
+		md, _ := metadata.FromIncomingContext(ctx)
+		get, _, err := s.openSealedGet(md)
+		if err != nil || first(md, strings.ToLower(forward.HeaderHop)) == "" {
+			return nil, nil, errUnknownTicket
+		}
+		handle = get.Handle
+	}
 	s.mu.Lock()
 	res, ok := s.results[handle]
 	mine := ok && res.user == userOf(ctx)

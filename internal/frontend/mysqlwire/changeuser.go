@@ -78,7 +78,7 @@ func (h *session) changeUser(data []byte) any {
 	old := h.user
 	h.setUser(req.user)
 	if req.db != "" && (req.db != h.db || req.user != old) { // another user may be refused the session's
-		if err := h.databaseExists(h.ctx, req.db); err != nil {
+		if err := h.checkDatabase(req.db); err != nil {
 			h.setUser(old) // as MariaDB keeps the user and the database
 			return err
 		}

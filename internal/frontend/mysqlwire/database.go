@@ -33,15 +33,32 @@ func (h *session) knownDatabase(db string) error {
 	if db == "" || db == h.db {
 		return nil // the one it has: USE of it again costs no round trip
 	}
-	return h.databaseExists(h.ctx, db)
+	return h.checkDatabase(db)
 }
 
-// loginDatabaseWait bounds a login's database check (loginDatabase).
-const loginDatabaseWait = time.Second
+// databaseCheckWait bounds a database check (checkDatabase): a login, USE, COM_INIT_DB or
+// COM_CHANGE_USER must not wait on an engine whose connections are all busy (a cluster at its
+// cap) as a statement would, holding no place in its queue: MariaDB answers them at once.
+const databaseCheckWait = time.Second
+
+// checkDatabase is databaseExists(db) within databaseCheckWait: an engine that could not
+// answer within it (every connection busy) leaves db unchecked (nil), as the session's first
+// statement there will find it, or not, queued as any other.
+func (h *session) checkDatabase(db string) error {
+	ctx, cancel := context.WithTimeout(h.ctx, databaseCheckWait)
+	defer cancel()
+	err := h.databaseExists(ctx, db)
+	if err != nil && ctx.Err() == context.DeadlineExceeded && h.ctx.Err() == nil {
+		h.s.log.Debug("mysqlwire: a database was not checked: its engine did not answer in time", "remote", h.remote, "database", db)
+		return nil
+	}
+	return err
+}
 
 // loginDatabase checks the handshake's database (go-mysql's UseDB set h.db) once c's login was
 // verified: nil, or the 1049 the login ends with. An engine that cannot answer (unreachable, its
-// user at its connection limit) does not fail the login: its statements will say.
+// user at its connection limit, busy past databaseCheckWait) does not fail the login: its
+// statements will say.
 func (h *session) loginDatabase(c *server.Conn) error {
 	if h.db == "" {
 		return nil
@@ -49,11 +66,7 @@ func (h *session) loginDatabase(c *server.Conn) error {
 	h.conn, h.user = c, c.GetUser()
 	h.headers = h.attributes() // routing may read them, as it will the session's statements
 	h.collation = carriedCollation(c.Charset())
-	// Bounded: a login must not wait on an engine whose connections are all busy (a cluster
-	// at its cap); its first statement queues for a slot as any other.
-	ctx, cancel := context.WithTimeout(h.ctx, loginDatabaseWait)
-	err := h.databaseExists(ctx, h.db)
-	cancel()
+	err := h.checkDatabase(h.db)
 	var me *mysql.MyError
 	if err != nil && errors.As(err, &me) && me.Code == mysql.ER_BAD_DB_ERROR {
 		return err

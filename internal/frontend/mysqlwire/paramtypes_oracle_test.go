@@ -19,6 +19,7 @@ var paramPositions = []struct {
 }{
 	{"select concat(v, ?) from pp order by id", []any{"x"}},
 	{"select concat('%', ?, '%')", []any{"b"}},
+	{"select concat(?, 'x'), concat('a', null, ?)", []any{nil, "b"}},
 	{"select id from pp where v like concat('%', ?, '%') order by id", []any{"a"}},
 	{"select ? + 1", []any{2}},
 	{"select ? + 1", []any{"2"}},
@@ -42,10 +43,9 @@ var paramPositions = []struct {
 // paramUnlike are the answers known to differ from MariaDB's, by target and statement, with
 // their causes (RESULTS.md, session 39).
 var paramUnlike = map[string]string{
-	"DuckDB select ? + 1 [2]":                                "1054: DuckDB binds the parameter as a string literal (duckengine)",
-	"PostgreSQL select concat(v, ?) from pp order by id [x]": "PostgreSQL's concat skips a NULL argument; MariaDB's is NULL",
-	"PostgreSQL select ? + 1 [2.5]":                          "PostgreSQL types the parameter integer from `+ 1`: 3",
-	"PostgreSQL select if(? > 1, 'y', 'n') [2]":              "1305: PostgreSQL has no IF()",
+	"DuckDB select ? + 1 [2]":                   "1054: DuckDB binds the parameter as a string literal (duckengine)",
+	"PostgreSQL select ? + 1 [2.5]":             "PostgreSQL types the parameter integer from `+ 1`: 3",
+	"PostgreSQL select if(? > 1, 'y', 'n') [2]": "1305: PostgreSQL has no IF()",
 }
 
 // paramAnswer is what go-sql-driver (a server-side prepared statement) reads: the rows' text,

@@ -100,8 +100,8 @@ func TestPreparedColumnsAsMariaDB(t *testing.T) {
 		"relayed": {maria.addr, maria.dbName, true}, "Arrow": {arrow.addr, arrow.dbName, true},
 		"DuckDB": {duck.addr, "duck", false}, "PostgreSQL": {pg.addr, "public", false},
 	} {
-		if !tg.exact && !describesForMySQL {
-			continue
+		if name == "DuckDB" {
+			continue // duckengine's Describe has no column keys yet: no columns at prepare
 		}
 		c, err := client.Connect(tg.addr, testUser, "", tg.db)
 		if err != nil {

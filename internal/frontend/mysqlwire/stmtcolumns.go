@@ -18,16 +18,19 @@ import (
 //     the client as the server wrote them (mysqlengine's DescribeRaw; the statement stays
 //     prepared on that connection for its execution); a statement the server refuses (1064,
 //     1146) is refused at prepare, as MariaDB refuses it;
-//   - an engine that describes (PostgreSQL, DuckDB) gives the result's Arrow schema, described
+//   - an engine that describes for a MySQL client (PostgreSQL) gives the result's Arrow schema, described
 //     as an execution's columns are (columnFor); a statement it cannot describe (a parameter
 //     PostgreSQL cannot type) is prepared with no columns, as before, and answers at execute.
 // A statement that returns no rows (INSERT, UPDATE, DELETE without RETURNING, DDL, SET) is not
 // sent: MariaDB gives it no columns either.
 
-// describesForMySQL: an engine.Describer's schema carries what an execution's does for a MySQL
-// client (names, origins, column keys); until it does, those engines answer a prepare with no
-// columns.
-const describesForMySQL = false
+// mysqlDescriber is an engine.Describer whose schema of a MySQL client's statement carries what
+// an execution's does (names as MariaDB names them, origins, column keys: pgengine); other
+// engines (DuckDB) answer a prepare with no columns until theirs does.
+type mysqlDescriber interface {
+	engine.Describer
+	DescribesForMySQL() bool
+}
 
 // rawDescriber is an engine (or a pinned session) that answers a prepare with its server's own
 // column definitions (mysqlengine).
@@ -66,8 +69,8 @@ func (h *session) preparedColumns(sql string) ([][]byte, error) {
 			refused = err != nil
 			return err
 		}
-		d, ok := e.(engine.Describer)
-		if !ok || !describesForMySQL {
+		d, ok := e.(mysqlDescriber)
+		if !ok || !d.DescribesForMySQL() {
 			return nil
 		}
 		desc, err := d.Describe(ctx, q)

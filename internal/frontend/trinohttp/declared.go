@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -25,17 +26,30 @@ import (
 // columns that carry no precision, and with MariaDB's integers that are Trino booleans as
 // booleans (booleans.go); rows itself when there are none.
 func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.Rows, *arrow.Schema) {
-	pg, my, js := false, false, false
+	pg, my, js, lit := false, false, false, false
 	for _, f := range schema.Fields() {
 		pg = pg || undeclaredPGTimestamp(f)
 		my = my || mysqlInteger(f)
 		js = js || pgJSONB(f)
+		lit = lit || literalColumn(f)
 	}
-	if !pg && !my && !js {
+	if !pg && !my && !js && !lit {
 		return rows, schema
 	}
 	fields := schema.Fields()
 	changed := false
+	var declared []string
+	if pg || lit {
+		declared = trinodecl.ItemTypes(sqlText)
+	}
+	if lit && len(declared) == len(fields) {
+		for i, f := range fields {
+			if declared[i] != "" && literalColumn(f) && literalFits(f, declared[i]) {
+				fields[i].Metadata = withMeta(f.Metadata, engine.MetaTrinoDeclared, declared[i])
+				changed = true
+			}
+		}
+	}
 	if js {
 		if maps := trinodecl.MapItems(sqlText); len(maps) == len(fields) {
 			for i, f := range fields {
@@ -64,7 +78,7 @@ func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.
 			changed = true
 		}
 	}
-	if declared := declaredTypes(pg, sqlText); len(declared) == len(fields) {
+	if pg && len(declared) == len(fields) {
 		for i, f := range fields {
 			if declared[i] == "" || !undeclaredPGTimestamp(f) || zoned(declared[i]) != (f.Type.(*arrow.TimestampType).TimeZone != "") {
 				continue
@@ -90,13 +104,45 @@ func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.
 	return &declaredRows{Rows: rows, schema: s, booleans: booleans}, s
 }
 
-// declaredTypes is trinodecl.ItemTypes(sqlText) when some column is PostgreSQL's timestamp
-// without a precision (pg), else nil.
-func declaredTypes(pg bool, sqlText string) []string {
-	if !pg {
-		return nil
+// literalColumn reports whether f is a column (PostgreSQL's, MariaDB's) without a Trino type whose
+// select item, a literal, may have one the engine's says less of (trinodecl's literals.go):
+// text ('x' is varchar(1), a bare NULL unknown, json '..' json; PostgreSQL's unbounded numeric
+// of 1.50 decimal(3,2); MariaDB's text of uuid '..' uuid, of interval '2' day interval day to
+// second), a decimal (MariaDB's 0.5 is decimal(2,1), Trino's decimal(1,1)) or a time (time
+// '01:02:03.456' is time(3)).
+func literalColumn(f arrow.Field) bool {
+	if f.Metadata.FindKey(engine.MetaTrinoDeclared) >= 0 || f.Metadata.FindKey(engine.MetaDuckDBType) >= 0 || f.Metadata.FindKey(MetaTrinoType) >= 0 {
+		return false // declared already, the embedded DuckDB's (it declares its own), a Trino engine's
 	}
-	return trinodecl.ItemTypes(sqlText)
+	if _, decimal := f.Type.(arrow.DecimalType); decimal {
+		return true
+	}
+	switch f.Type.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW, arrow.TIME32, arrow.TIME64:
+		return true
+	}
+	return false
+}
+
+// literalFits reports whether a literal's Trino type (trinoType) describes f's values as they
+// are: text for varchar(n), unknown, json, uuid and intervals (MariaDB's are their Trino text,
+// trinomy), PostgreSQL's unbounded numeric for decimal(p,s), a time for time(p).
+func literalFits(f arrow.Field, trinoType string) bool {
+	switch {
+	case strings.HasPrefix(trinoType, "time("):
+		return f.Type.ID() == arrow.TIME32 || f.Type.ID() == arrow.TIME64
+	case strings.HasPrefix(trinoType, "decimal("):
+		_, decimal := f.Type.(arrow.DecimalType)
+		return isString(f.Type) && unboundedNumber(f) || decimal
+	case trinoType == "unknown" || strings.HasPrefix(trinoType, "varchar(") || textTrinoTypes[trinoType]:
+		return isString(f.Type)
+	}
+	return false
+}
+
+// withMeta is md and key = value, a copy: the engine's are shared.
+func withMeta(md arrow.Metadata, key, value string) arrow.Metadata {
+	return arrow.NewMetadata(slices.Concat(md.Keys(), []string{key}), slices.Concat(md.Values(), []string{value}))
 }
 
 // pgJSONB reports whether f is PostgreSQL's jsonb without a Trino type: Trino's map(...) of a

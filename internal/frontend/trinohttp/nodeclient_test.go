@@ -109,9 +109,9 @@ func TestNPMTrinoClientOnPostgres(t *testing.T) {
 	)
 
 	types := got["types"]
-	// The timestamp literal is Trino's timestamp(3), its digits' precision (declared.go).
-	wantTypes := `["decimal(8,2)","date","time(6)","timestamp(3)","timestamp(6) with time zone","varbinary","array(integer)","integer","varchar","boolean","double"]`
-	wantRow := `[["1.25","2024-01-02","03:04:05.123000","2024-01-02 03:04:05.678","2024-01-02 01:04:05.678000 UTC","AQL/",[1,null,3],null,"x",true,2.5]]`
+	// The timestamp and time literals are Trino's timestamp(3) and time(3), their digits' precision (declared.go).
+	wantTypes := `["decimal(8,2)","date","time(3)","timestamp(3)","timestamp(6) with time zone","varbinary","array(integer)","integer","varchar","boolean","double"]`
+	wantRow := `[["1.25","2024-01-02","03:04:05.123","2024-01-02 03:04:05.678","2024-01-02 01:04:05.678000 UTC","AQL/",[1,null,3],null,"x",true,2.5]]`
 	if types.OK == nil || jsonText(t, types.OK.Types) != wantTypes || jsonText(t, types.OK.Rows) != wantRow {
 		t.Errorf("types: %+v\nwant types %s\nwant rows  %s", types, wantTypes, wantRow)
 	}

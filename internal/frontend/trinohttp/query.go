@@ -111,13 +111,17 @@ func (q *runningQuery) stale(now time.Time, abandonAfter time.Duration) (drop, a
 // failed or was answered at once).
 func (s *Server) start(req *query.Request) (*runningQuery, func()) {
 	id, slug := s.newID()
-	ctx, cancel := context.WithCancel(s.ctx)
-	// The query's own context, which the core takes as the engine's (query.WithStop) rather
-	// than deriving one more of it: it is cancelled when the query's rows end, too.
-	ctx = query.WithStop(ctx, cancel)
 	now := time.Now()
-	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now, cancel: cancel,
+	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now,
 		state: stateQueued, lastToken: -1, lastAccess: now}
+	// The query's own context, which the core takes as the engine's (query.WithStop) rather
+	// than deriving one more of it: it is cancelled when the query's rows end, too. It is not
+	// the server's context's child (s.values never ends): the server's Close cancels every
+	// held query (cancelHeld), so no statement is registered in that context's children and
+	// taken out again.
+	ctx, cancel := context.WithCancel(s.values)
+	q.cancel = cancel
+	ctx = query.WithStop(ctx, cancel)
 	update, header, prepare, err := sessionStatement(req)
 	switch {
 	case err != nil:
@@ -131,7 +135,11 @@ func (s *Server) start(req *query.Request) (*runningQuery, func()) {
 	}
 	s.mu.Lock()
 	held := s.holdLocked(q)
+	closing := s.ctx.Err() != nil // Close cancelled the held queries before this one was
 	s.mu.Unlock()
+	if closing {
+		cancel()
+	}
 	if !held {
 		cancel()
 		s.refusals.WithLabelValues("trinohttp", "queries").Inc()

@@ -161,7 +161,8 @@ type Server struct {
 	log     *slog.Logger
 	started time.Time
 
-	ctx    context.Context // ends on Close; parent of every query
+	ctx    context.Context // ends on Close, which cancels every held query (cancelHeld)
+	values context.Context // ctx without its cancel: the parent of every query's context
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
@@ -200,7 +201,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	}
 	opts.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{backend: backend, opts: opts, log: opts.Logger, started: time.Now(), ctx: ctx, cancel: cancel,
+	s := &Server{backend: backend, opts: opts, log: opts.Logger, started: time.Now(), ctx: ctx, cancel: cancel, values: context.WithoutCancel(ctx),
 		queries: map[string]*runningQuery{}, txns: map[string]*transaction{}, userTxns: map[string]int{}, refusals: netlimit.BoundRefusals(opts.Registerer), work: make(chan func()),
 		shapes: newShapes()}
 	registerSpins(opts.Registerer, rawconn.Spins)
@@ -342,6 +343,7 @@ func (s *Server) httpServer(h http.Handler) *httplite.Server {
 // Close cancels every query and stops the listeners.
 func (s *Server) Close() error {
 	s.cancel()
+	s.cancelHeld()
 	s.httpMu.Lock()
 	servers := s.servers
 	s.servers, s.closed = nil, true
@@ -352,6 +354,20 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	s.endIdleTransactions(time.Time{}, true) // every statement has ended: each is idle
 	return nil
+}
+
+// cancelHeld cancels every held query: a query's context is not the server's child (start).
+// A query held after it sees the server's context cancelled (start).
+func (s *Server) cancelHeld() {
+	s.mu.Lock()
+	held := make([]*runningQuery, 0, len(s.queries))
+	for _, q := range s.queries {
+		held = append(held, q)
+	}
+	s.mu.Unlock()
+	for _, q := range held {
+		q.cancel()
+	}
 }
 
 // recoverer turns a handler panic from malformed input into a 500 for that request only.

@@ -59,6 +59,9 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	if name := metaValue(f, MetaTrinoType); textTrinoTypes[name] && isString(f.Type) {
 		return simple(name) // a Trino engine's text-carried type goes back out as itself
 	}
+	if name, sig, ok := declaredLiteral(f); ok {
+		return name, sig
+	}
 	if n := charLength(f); n > 0 && isString(f.Type) {
 		return fmt.Sprintf("char(%d)", n), TypeSignature{RawType: "char", Arguments: []TypeArgument{longArg(n)}}
 	}
@@ -595,6 +598,34 @@ func fraction(nanos, digits int) string {
 func timeOfDay(d time.Duration, digits int) string {
 	h, m, s := int64(d/time.Hour), int64(d/time.Minute)%60, int64(d/time.Second)%60
 	return fmt.Sprintf("%02d:%02d:%02d", h, m, s) + fraction(int(d%time.Second), digits)
+}
+
+// declaredLiteral is the Trino type a literal select item declared (trinodecl's literals.go,
+// declared.go's literalFits) where trinoType would read another from the engine's: unknown
+// (a bare NULL: PostgreSQL's text, DuckDB's integer), json, uuid and intervals given as their
+// text (MariaDB), varchar(0), PostgreSQL's unbounded numeric and DuckDB's decimal of the same
+// scale as decimal(p,s); ok is false for any other column.
+func declaredLiteral(f arrow.Field) (string, TypeSignature, bool) {
+	if f.Metadata.Len() == 0 {
+		return "", TypeSignature{}, false
+	}
+	d := metaValue(f, engine.MetaTrinoDeclared)
+	switch {
+	case d == "unknown" || isString(f.Type) && textTrinoTypes[d]:
+		name, sig := simple(d)
+		return name, sig, true
+	case d == "varchar(0)" && isString(f.Type):
+		return d, TypeSignature{RawType: "varchar", Arguments: []TypeArgument{longArg(0)}}, true
+	case strings.HasPrefix(d, "decimal("):
+		p, s, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(d, "decimal("), ")"), ",")
+		pn, err1 := strconv.ParseInt(p, 10, 64)
+		sn, err2 := strconv.ParseInt(s, 10, 64)
+		dt, decimal := f.Type.(arrow.DecimalType) // DuckDB's 0.5 is decimal(2,1), Trino's decimal(1,1)
+		if ok && err1 == nil && err2 == nil && (isString(f.Type) && unboundedNumber(f) || decimal && int64(dt.GetScale()) == sn) {
+			return d, TypeSignature{RawType: "decimal", Arguments: []TypeArgument{longArg(pn), longArg(sn)}}, true
+		}
+	}
+	return "", TypeSignature{}, false
 }
 
 // declaredMap is the map(K, V) its statement declared for a column an engine gives as a JSON

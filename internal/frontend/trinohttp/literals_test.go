@@ -1,0 +1,96 @@
+package trinohttp
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/trinodb/trino-go-client/trino"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/query"
+)
+
+// A select item that is a literal has Trino's type on every engine, through both clients:
+// 'x' varchar(1) (the engines' text is unbounded), time '01:02:03.456' time(3) (PostgreSQL's
+// and DuckDB's keep microseconds), a bare NULL unknown (PostgreSQL's text, DuckDB's integer),
+// 0.5 decimal(1,1) (PostgreSQL's unbounded numeric; DuckDB's decimal(2,1)), 1e0 a double
+// (PostgreSQL's numeric), and uuid, json and interval literals (MariaDB has none of them: a
+// syntax error).
+func TestLiteralTypesOnEveryEngine(t *testing.T) {
+	const sel = `select time '01:02:03.456' a, time '01:02:03' b, 'x' c, 'it''s' d, null e, '' f, 1.5 g, 0.5 h, 1e0 / 4 k, -1.50 l, ` +
+		`uuid '6ccd780c-baba-1026-9564-5b8c656024db' u, interval '2' day i, interval '1-2' year to month y, interval '90' minute m`
+	const wantTypes = "[time(3) time(0) varchar(1) varchar(4) unknown varchar(0) decimal(2,1) decimal(1,1) double decimal(3,2) " +
+		"uuid interval day to second interval year to month interval day to second]"
+	const wantRows = "[[01:02:03.456 01:02:03 x it's <nil>  1.5 0.5 0.25 -1.50 6ccd780c-baba-1026-9564-5b8c656024db " +
+		"2 00:00:00.000 1-2 0 01:30:00.000]]"
+	for _, c := range []struct {
+		name    string
+		backend func(t *testing.T) (query.Backend, string, string)
+	}{
+		{"postgres", func(t *testing.T) (query.Backend, string, string) { return postgresBackend(t), "", "" }},
+		{"duckdb", func(t *testing.T) (query.Backend, string, string) { return duckBackend(t), "", "" }},
+		{"mariadb", func(t *testing.T) (query.Backend, string, string) {
+			eng, _, dbName := frontendtest.MariaDB(t)
+			return frontendtest.NewBackend(eng), "maria", dbName
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			backend, catalog, schema := c.backend(t)
+			ts := startServer(t, backend, Options{})
+			got := runNPMIn(t, ts.addr, "alice", catalog, schema, npmStep{Name: "sel", SQL: sel},
+				npmStep{Name: "json", SQL: `select json '{"a":1}' j, 'a' || 'b' v`})
+			o := got["sel"].OK
+			if o == nil {
+				t.Fatalf("npm: %+v", got["sel"].Error)
+			}
+			if fmt.Sprint(o.Types) != wantTypes || fmt.Sprint(o.Rows) != wantRows {
+				t.Errorf("npm:\n %v\n %v\nwant\n %s\n %s", o.Types, o.Rows, wantTypes, wantRows)
+			}
+			if j := got["json"].OK; j == nil || fmt.Sprint(j.Types) != "[json varchar]" || fmt.Sprint(j.Rows) != `[[{"a":1} ab]]` {
+				t.Errorf("npm json: %+v %+v", j, got["json"].Error)
+			}
+			db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr, Catalog: catalog, Schema: schema})
+			r, err := db.Query(sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			cts, err := r.ColumnTypes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, ct := range cts {
+				name := ct.DatabaseTypeName()
+				if n, ok := ct.Length(); ok && n < 1<<31-1 {
+					name += fmt.Sprintf("(%d)", n)
+				}
+				if p, s, ok := ct.DecimalSize(); ok {
+					name += fmt.Sprintf("(%d,%d)", p, s)
+				}
+				names = append(names, name)
+			}
+			const wantNames = "TIME(3,0) TIME(0,0) VARCHAR(1) VARCHAR(4) UNKNOWN VARCHAR(0) DECIMAL(2,1) DECIMAL(1,1) DOUBLE DECIMAL(3,2) " +
+				"UUID INTERVAL DAY TO SECOND INTERVAL YEAR TO MONTH INTERVAL DAY TO SECOND"
+			if got := strings.Join(names, " "); got != wantNames {
+				t.Errorf("go client types:\n %s\nwant\n %s", got, wantNames)
+			}
+			var a, b any
+			var s1, s2, s3, g, h, l, u, i, y, m string
+			var e sql.NullString
+			var k float64
+			if !r.Next() {
+				t.Fatal(r.Err())
+			}
+			if err := r.Scan(&a, &b, &s1, &s2, &e, &s3, &g, &h, &k, &l, &u, &i, &y, &m); err != nil {
+				t.Fatal(err)
+			}
+			if row := strings.Join([]string{fmt.Sprint(a, b), s1, s2, fmt.Sprint(e.Valid), s3, g, h, fmt.Sprint(k), l, u, i, y, m}, "|"); row !=
+				"0000-01-01 01:02:03.456 +0000 UTC 0000-01-01 01:02:03 +0000 UTC|x|it's|false||1.5|0.5|0.25|-1.50|6ccd780c-baba-1026-9564-5b8c656024db|2 00:00:00.000|1-2|0 01:30:00.000" {
+				t.Errorf("go client row: %s", row)
+			}
+		})
+	}
+}
