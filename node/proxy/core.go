@@ -668,7 +668,14 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 			return nil, nil, err
 		}
 		if p.g.name != queuedIn.name {
-			// Routed to another group by the new configuration: to the back of its line.
+			// Routed to another group by the new configuration: there as a new arrival would be,
+			// a free slot at once when no one waits in its line (a group without a queue too),
+			// else the back of its line.
+			if c.Queued(p.g.name) == 0 {
+				if slot, cl, err := c.tryMembers(ctx, p.g, c.guard.Acquire); slot != nil || err != nil {
+					return slot, cl, err
+				}
+			}
 			if ticket, err = c.requeue(queuedIn, p.g, w, ticket); err != nil {
 				queuedIn = nil
 				return nil, nil, err

@@ -2,7 +2,7 @@
 # Mutation testing by mutant schemata: every mutant of the named files is compiled into one test
 # binary and switched on alone by QFMUT=<id>, so a package costs one build, not one per mutant.
 #
-#   scripts/mutants/run.sh NAME PKG RUNREGEX FILE[:from-to]...
+#   scripts/mutants/run.sh NAME PKG RUNREGEX FILE[:from-to[,from-to...]]...
 #
 # runs PKG's tests (-run RUNREGEX) once per mutant of FILE (lines from-to); PKG may be another
 # package than the files' (its tests then judge them). Writes OUT/NAME/results.tsv (OUT: $MUTANTS_OUT,

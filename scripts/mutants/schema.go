@@ -4,7 +4,9 @@
 // run time by QFMUT=<id>. Output: DIR/overlay.json (replaced files plus a helper file), and
 // one line per mutant on stdout: id<TAB>file:line<TAB>op<TAB>what
 //
-//	schema -out DIR file.go[:from-to]...
+//	schema -out DIR file.go[:from-to[,from-to...]]...
+//
+// A file is named once: its one output would keep only the last naming's mutants.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -28,7 +31,7 @@ var (
 	nextID   = 0
 	list     bytes.Buffer
 	curFile  string
-	from, to int
+	ranges   [][2]int // the current file's line ranges to mutate
 	skipIDs  = map[int]bool{}
 )
 
@@ -47,11 +50,23 @@ func main() {
 	var pkgDir, pkgName string
 	for _, arg := range flag.Args() {
 		f, rng, _ := strings.Cut(arg, ":")
-		from, to = 0, 1<<30
+		ranges = [][2]int{{0, 1 << 30}}
 		if rng != "" {
-			fmt.Sscanf(rng, "%d-%d", &from, &to)
+			ranges = nil
+			for _, r := range strings.Split(rng, ",") {
+				var from, to int
+				if _, err := fmt.Sscanf(r, "%d-%d", &from, &to); err != nil {
+					fmt.Fprintf(os.Stderr, "schema: %s: a range is from-to: %v\n", arg, err)
+					os.Exit(2)
+				}
+				ranges = append(ranges, [2]int{from, to})
+			}
 		}
 		abs, _ := filepath.Abs(f)
+		if _, twice := replace[abs]; twice {
+			fmt.Fprintf(os.Stderr, "schema: %s named twice: give its ranges as one comma list (file.go:a-b,c-d)\n", f)
+			os.Exit(2)
+		}
 		curFile = filepath.Base(abs)
 		file, err := parser.ParseFile(fset, abs, nil, parser.ParseComments)
 		if err != nil {
@@ -138,7 +153,7 @@ func (w *walker) lastResult() string {
 
 func (w *walker) newID(p token.Pos, op, what string) (int, bool) {
 	line := fset.Position(p).Line
-	if line < from || line > to {
+	if !slices.ContainsFunc(ranges, func(r [2]int) bool { return r[0] <= line && line <= r[1] }) {
 		return 0, false
 	}
 	nextID++
