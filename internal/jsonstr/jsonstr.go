@@ -23,11 +23,16 @@ func asciiSafe(escapeHTML bool) (t [utf8.RuneSelf]bool) {
 // characters escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped, and with escapeHTML
 // (json.Marshal's default) <, > and & as \u003c, \u003e and \u0026.
 func AppendString(dst []byte, s string, escapeHTML bool) []byte {
+	return append(AppendContent(append(dst, '"'), s, escapeHTML), '"')
+}
+
+// AppendContent appends what AppendString writes between its quotes: for a string written in
+// parts (AppendContent of each, between one pair of quotes) without making it.
+func AppendContent(dst []byte, s string, escapeHTML bool) []byte {
 	ok := &safe
 	if escapeHTML {
 		ok = &htmlSafe
 	}
-	dst = append(dst, '"')
 	start := 0
 	i := 0
 	if !escapeHTML {
@@ -58,7 +63,7 @@ func AppendString(dst []byte, s string, escapeHTML bool) []byte {
 		i += size
 		start = i
 	}
-	return append(append(dst, s[start:]...), '"')
+	return append(dst, s[start:]...)
 }
 
 // plainRun is the length of s's longest prefix of whole 8-byte words that go out as they are

@@ -63,3 +63,15 @@ func TestAppendStringFindsAnEscapeAnywhereInAPlainRun(t *testing.T) {
 		}
 	})
 }
+
+// AppendContent is AppendString without its quotes, appended after whatever dst held.
+func TestAppendContentIsAppendStringWithoutItsQuotes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s, prefix := text().Draw(t, "s"), rapid.StringMatching(`[a-z,]{0,3}`).Draw(t, "prefix")
+		html := rapid.Bool().Draw(t, "escapeHTML")
+		quoted := encodingJSON(t, s, html)
+		if got, want := string(AppendContent([]byte(prefix), s, html)), prefix+quoted[1:len(quoted)-1]; got != want {
+			t.Fatalf("AppendContent(%q, %q, %v) = %q, want %q", prefix, s, html, got, want)
+		}
+	})
+}

@@ -11,12 +11,13 @@ type Gate struct {
 
 // Admit refuses a throttled source before anything else is decided.
 func (g Gate) Admit(l query.Login) (bool, error) {
-	if err := g.Throttle.Begin(l); err != nil {
+	s, err := g.Throttle.begin(l)
+	if err != nil {
 		return false, err
 	}
 	trusted, err := g.Gate.Admit(l)
 	if trusted || err != nil {
-		g.Throttle.Abandoned(l) // no password is checked
+		g.Throttle.abandonedAt(s) // no password is checked
 	}
 	return trusted, err
 }

@@ -142,8 +142,15 @@ func newMetrics(reg prometheus.Registerer) metrics {
 // or Abandoned reports it, or refuses it with the error every protocol answers a failed login
 // with (it names neither the user nor whether the user exists).
 func (t *Throttle) Begin(l query.Login) error {
+	_, err := t.begin(l)
+	return err
+}
+
+// begin is Begin, returning the entry of the source whose login it let in (nil when disabled
+// or refused), for abandonedAt.
+func (t *Throttle) begin(l query.Login) (*entry, error) {
 	if t.cfg.Disabled {
-		return nil
+		return nil, nil
 	}
 	now := t.now()
 	t.mu.Lock()
@@ -151,17 +158,30 @@ func (t *Throttle) Begin(l query.Login) error {
 	s := t.touchSource(l.ClientAddr, now)
 	t.expire(s, now)
 	if wait := s.blockedUntil.Sub(now); wait > 0 {
-		return t.refuse(l, wait)
+		return nil, t.refuse(l, wait)
 	}
 	if s.failures > 0 && t.hot(l.User, now) {
 		t.block(s, l, now, "user")
-		return t.refuse(l, t.cfg.Backoff)
+		return nil, t.refuse(l, t.cfg.Backoff)
 	}
 	if len(s.inFlight) >= inFlightMax || (s.failures > 0 && s.failures+len(s.inFlight) >= t.cfg.Failures) {
-		return t.refuse(l, t.cfg.InFlightTimeout)
+		return nil, t.refuse(l, t.cfg.InFlightTimeout)
 	}
 	s.inFlight = append(s.inFlight, now)
-	return nil
+	return s, nil
+}
+
+// abandonedAt is Abandoned of a login begin let in from s, without reading its address and
+// looking its source up again (a trusted client's every login: a Trino client's every
+// request). Were s forgotten meanwhile (EntriesMax), the source's new entry, which never
+// counted this login, is left as it is.
+func (t *Throttle) abandonedAt(s *entry) {
+	if s == nil {
+		return
+	}
+	t.mu.Lock()
+	s.done()
+	t.mu.Unlock()
 }
 
 // Failed reports a login begun from l.ClientAddr as l.User whose password (or token) was wrong.

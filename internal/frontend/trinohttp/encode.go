@@ -200,13 +200,12 @@ func appendArray(b []byte, v []any) ([]byte, error) {
 // appendString appends s quoted as encoding/json quotes it with SetEscapeHTML(false) (marshal).
 func appendString(b []byte, s string) []byte { return jsonstr.AppendString(b, s, false) }
 
-// appendJoined appends the string a+b+c as appendString does, without making it.
+// appendJoined appends the string a+b+c as appendString does, without making it (each part
+// escaped as a string of its own).
 func appendJoined(out []byte, a, b, c string) []byte {
 	out = append(out, '"')
 	for _, s := range [...]string{a, b, c} {
-		start := len(out)
-		out = appendString(out, s)
-		out = append(out[:start], out[start+1:len(out)-1]...) // without its quotes
+		out = jsonstr.AppendContent(out, s, false)
 	}
 	return append(out, '"')
 }
