@@ -74,3 +74,16 @@ func TestDecimalLiteralTypes(t *testing.T) {
 		}
 	})
 }
+
+func TestRowItemTypes(t *testing.T) {
+	for _, c := range []struct{ sql, want string }{
+		{"select row(1, 'a') r, row(true, null, 1.5, 3000000000)", "[row(integer, varchar(1)) row(boolean, unknown, decimal(2,1), bigint)]"},
+		{`select cast(row(1, 'a') as row(X integer, "Y z" varchar(5))), cast(row(1) as row(d decimal(10, 2)))`, "[row(x integer, Y z varchar(5)) row(d decimal(10,2))]"},
+		{"select row(a, 1) from t", "[]"},
+		{"select cast(row(1, 2) as row(x integer))", "[]"},
+	} {
+		if got := fmt.Sprint(ItemTypes(c.sql)); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.sql, got, c.want)
+		}
+	}
+}

@@ -17,7 +17,7 @@ import (
 
 // Mentions reports cheaply whether sqlText may hold an item ItemTypes types.
 func Mentions(sqlText string) bool {
-	return strings.IndexByte(sqlText, '\'') >= 0 || sqltok.ContainsFold(sqlText, "null") || decimalPoint(sqlText) ||
+	return strings.IndexByte(sqlText, '\'') >= 0 || sqltok.ContainsFold(sqlText, "null") || decimalPoint(sqlText) || sqltok.ContainsFold(sqlText, "row") ||
 		sqltok.ContainsFold(sqlText, "now") || sqltok.ContainsFold(sqlText, "interval") || sqltok.ContainsFold(sqlText, "timestamp") ||
 		sqltok.ContainsFold(sqlText, "from_unixtime") || sqltok.ContainsFold(sqlText, "varchar") || sqltok.ContainsFold(sqlText, "zone")
 }
@@ -118,6 +118,9 @@ var operandWords = map[string]bool{"is": true, "not": true, "and": true, "or": t
 // trinoItemType is the Trino type of a select item's expression where DuckDB's says less.
 func trinoItemType(toks []sqltok.Token) string {
 	if t := literalType(toks); t != "" {
+		return t
+	}
+	if t := rowType(toks); t != "" {
 		return t
 	}
 	if end := zonedMillisEnd(toks); end > 0 && intervalsOnly(toks[end:]) {

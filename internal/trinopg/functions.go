@@ -39,6 +39,7 @@ func init() {
 		"contains": contains, "split": split, "element_at": elementAt, "map": mapOf,
 		"cardinality": cardinality, "from_unixtime": fromUnixtime, "to_unixtime": toUnixtime,
 		"current_timezone": currentTimezone, "array_join": arrayJoin, "regexp_like": regexpLike,
+		"row": rowOf,
 	}
 	for name, field := range extractFields { //determinism:ok fills a map; no key is set twice
 		functions[name] = extractOf(field)
@@ -289,6 +290,9 @@ func castTypes(r *rewriter, args []span) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	if fields, ok := r.call(x, "row"); ok {
+		return rowCast(r, fields, typ)
+	}
 	pg, _ := r.castType(typ)
 	if pg == r.text(typ) {
 		return "", false
@@ -448,4 +452,37 @@ func extractOf(field string) translation {
 		}
 		return "CAST(floor(extract(" + field + " from " + r.paren(args[0]) + ")) AS bigint)", true
 	}
+}
+
+// rowOf is Trino's row(a, b), which PostgreSQL would answer as a record's text "(1,a)", as
+// the JSON array of its fields, as Trino writes a row; the Trino frontend announces the row
+// type its select item declares (trinodecl's rows.go).
+func rowOf(r *rewriter, args []span) (string, bool) {
+	if len(args) == 0 {
+		return "", false
+	}
+	texts := make([]string, len(args))
+	for i, a := range args {
+		texts[i] = r.text(a)
+	}
+	return "json_build_array(" + strings.Join(texts, ", ") + ")", true
+}
+
+// rowCast is cast(row(a, b) as row(x integer, y varchar)) as the JSON array of each field cast
+// to its type; ok is false for a cast to another type or of another count of fields
+// (PostgreSQL's error as written).
+func rowCast(r *rewriter, fields []span, typ span) (string, bool) {
+	types, ok := r.call(typ, "row")
+	if !ok || len(types) != len(fields) {
+		return "", false
+	}
+	texts := make([]string, len(fields))
+	for i, f := range types {
+		if f.hi-f.lo < 2 {
+			return "", false
+		}
+		pg, _ := r.castType(span{f.lo + 1, f.hi})
+		texts[i] = "CAST(" + r.text(fields[i]) + " AS " + pg + ")"
+	}
+	return "json_build_array(" + strings.Join(texts, ", ") + ")", true
 }

@@ -28,13 +28,14 @@ func TestNames(t *testing.T) {
 
 func TestFunctions(t *testing.T) {
 	for q, want := range map[string]string{
-		"select split(s, ',') x from t":                    "select string_to_array(s, ',') x from t",
-		"select contains(split(s, ','), 'a') c":            "select (('a') = ANY(string_to_array(s, ','))) c",
-		"select cast(x as double) d, cast(y as varchar) v": "select CAST(x AS double precision) d, cast(y as varchar) v",
-		"select t.split(x) y":                              "select t.split(x) y",
-		"select date_add(u, 1, d) y":                       "select date_add(u, 1, d) y",
-		"select date_add('week', n, current_date) y":       "select CAST(((current_date) + (n) * interval '7 days') AS date) y",
-		"select 1e0 / 3 x, -2.5E-3 y, 1.5 z":               "select CAST(1e0 AS double precision) / 3 x, -CAST(2.5E-3 AS double precision) y, 1.5 z",
+		"select split(s, ',') x from t":                                         "select string_to_array(s, ',') x from t",
+		"select contains(split(s, ','), 'a') c":                                 "select (('a') = ANY(string_to_array(s, ','))) c",
+		"select cast(x as double) d, cast(y as varchar) v":                      "select CAST(x AS double precision) d, cast(y as varchar) v",
+		"select t.split(x) y":                                                   "select t.split(x) y",
+		"select date_add(u, 1, d) y":                                            "select date_add(u, 1, d) y",
+		"select date_add('week', n, current_date) y":                            "select CAST(((current_date) + (n) * interval '7 days') AS date) y",
+		"select 1e0 / 3 x, -2.5E-3 y, 1.5 z":                                    "select CAST(1e0 AS double precision) / 3 x, -CAST(2.5E-3 AS double precision) y, 1.5 z",
+		"select row(1, 'a') r, cast(row(1, 'a') as row(x integer, y double)) s": "select json_build_array(1, 'a') r, json_build_array(CAST(1 AS integer), CAST('a' AS double precision)) s",
 	} {
 		tr, _ := SQL(q, Session{})
 		if tr.SQL != want {

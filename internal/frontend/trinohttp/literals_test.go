@@ -94,3 +94,29 @@ func TestLiteralTypesOnEveryEngine(t *testing.T) {
 		})
 	}
 }
+
+// Trino's row(...) on PostgreSQL (a record's text "(1,a)" there; a cast to a row type a syntax
+// error) is the row type its fields declare and the JSON array of its fields, through both
+// clients.
+func TestRowsOnPostgres(t *testing.T) {
+	ts := startServer(t, postgresBackend(t), Options{})
+	const sel = `select row(1, 'a') r, cast(row(2, 'b') as row(x integer, y varchar)) s, row(1.50, true) d`
+	got := runNPMIn(t, ts.addr, "alice", "", "", npmStep{Name: "sel", SQL: sel})
+	o := got["sel"].OK
+	if o == nil {
+		t.Fatalf("npm: %+v", got["sel"].Error)
+	}
+	const wantTypes = "[row(integer, varchar(1)) row(x integer, y varchar) row(decimal(3,2), boolean)]"
+	if fmt.Sprint(o.Types) != wantTypes || fmt.Sprint(o.Rows) != "[[[1 a] [2 b] [1.50 true]]]" {
+		t.Errorf("npm: %v %v\n want %s", o.Types, o.Rows, wantTypes)
+	}
+	db := openTrino(t, trino.Config{ServerURI: "http://alice@" + ts.addr})
+	var r, s, d any
+	if err := db.QueryRow(sel).Scan(&r, &s, &d); err != nil {
+		t.Fatal(err)
+	}
+	const want = "{names:[field0 field1] values:[1 a] Valid:true}|{names:[x y] values:[2 b] Valid:true}|{names:[field0 field1] values:[1.50 true] Valid:true}"
+	if got := fmt.Sprintf("%+v|%+v|%+v", r, s, d); got != want {
+		t.Errorf("go client: %s\nwant %s", got, want)
+	}
+}

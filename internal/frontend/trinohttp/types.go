@@ -62,6 +62,9 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 	if name, sig, ok := declaredLiteral(f); ok {
 		return name, sig
 	}
+	if name, sig, ok := declaredRow(f); ok {
+		return name, sig
+	}
 	if n := charLength(f); n > 0 && isString(f.Type) {
 		return fmt.Sprintf("char(%d)", n), TypeSignature{RawType: "char", Arguments: []TypeArgument{longArg(n)}}
 	}
@@ -146,7 +149,7 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 		for i, sf := range t.Fields() {
 			n, sig := trinoType(sf)
 			names[i] = sf.Name + " " + n
-			args[i] = TypeArgument{Kind: "NAMED_TYPE", Value: namedType{FieldName: fieldName{Name: sf.Name}, TypeSignature: sig}}
+			args[i] = TypeArgument{Kind: "NAMED_TYPE", Value: namedType{FieldName: &fieldName{Name: sf.Name}, TypeSignature: sig}}
 		}
 		return "row(" + strings.Join(names, ", ") + ")", TypeSignature{RawType: "row", Arguments: args}
 	case *arrow.MonthDayNanoIntervalType:
@@ -166,7 +169,7 @@ func arrayOf(elem arrow.Field) (string, TypeSignature) {
 
 // namedType is a row field in a type signature (Trino's NAMED_TYPE argument).
 type namedType struct {
-	FieldName     fieldName     `json:"fieldName"`
+	FieldName     *fieldName    `json:"fieldName,omitempty"` // none for an anonymous field
 	TypeSignature TypeSignature `json:"typeSignature"`
 }
 
@@ -485,6 +488,11 @@ func jsonValue(f arrow.Field, a arrow.Array, i int) any {
 		}
 		if n := declaredChar(f); n > 0 {
 			return charText(a.Value(i), n)
+		}
+		if _, sig, ok := declaredRow(f); ok {
+			if v := rowJSON(a.Value(i), sig); v != nil {
+				return v
+			}
 		}
 		if _, _, ok := declaredMap(f); ok {
 			var m map[string]any // a jsonb object: Trino writes a map as a JSON object
