@@ -10,12 +10,15 @@ import (
 // PostgreSQL server keeps these per session; an engine whose own are the database's (DuckDB's
 // currval answers whatever any connection took last) keeps them here, in the client's
 // connection, which outlives the engine connections a pooled client's statements borrow.
-// Names are the engine's ("schema.name"). Safe for concurrent use.
+// Names are the engine's ("schema.name"). It also keeps whether the client set its search_path
+// empty (pg_dump's set_config of it, to an empty string): PostgreSQL then writes every name it
+// prints qualified (pg_get_expr's nextval('public.t_id_seq'::regclass)). Safe for concurrent use.
 type SessionSequences struct {
-	id     atomic.Uint64
-	mu     sync.Mutex
-	values map[string]int64
-	last   string // lastval's sequence ("": none yet)
+	id        atomic.Uint64
+	emptyPath atomic.Bool
+	mu        sync.Mutex
+	values    map[string]int64
+	last      string // lastval's sequence ("": none yet)
 }
 
 var sessionSequencesIDs atomic.Uint64
@@ -71,3 +74,9 @@ func (s *SessionSequences) Lastval() (int64, bool) {
 	v, ok := s.values[s.last]
 	return v, ok
 }
+
+// SetEmptySearchPath notes whether the session's search_path is now empty.
+func (s *SessionSequences) SetEmptySearchPath(empty bool) { s.emptyPath.Store(empty) }
+
+// EmptySearchPath reports whether the session's search_path is empty (nil: not).
+func (s *SessionSequences) EmptySearchPath() bool { return s != nil && s.emptyPath.Load() }

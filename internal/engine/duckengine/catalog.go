@@ -73,7 +73,22 @@ var compatSQL = []string{
 		AND lower(c.table_name) = lower(trim(string_split(tbl, '.')[-1], '"')) AND c.column_name = col
 		AND c.schema_name = CASE WHEN len(string_split(tbl, '.')) = 1 THEN current_schema()
 			WHEN trim(string_split(tbl, '.')[-2], '"') = 'public' THEN 'main' ELSE trim(string_split(tbl, '.')[-2], '"') END) q WHERE q.seq <> '')`,
-	`CREATE MACRO {c}.main.qf_pg_get_expr(expr, relid) AS expr::VARCHAR, (expr, relid, pretty) AS expr::VARCHAR`,
+	// A serial's default as PostgreSQL prints it: nextval('t_id_seq'::regclass), the sequence's
+	// name qualified when its schema is not on the search path (always when the session's is
+	// empty: qf_pg_get_expr__qualified, pg_dump's; pgsetconfig.go). DuckDB's text is
+	// nextval('t_id_seq'), nextval('main.t_id_seq') or nextval('s.t_id_seq'); an unqualified name
+	// is of the table's schema.
+	`CREATE MACRO {c}.main.qf_nextval_text(e, relid, qualified) AS CASE WHEN regexp_matches(e, '^nextval\(''[^'']*''\)$') THEN
+		'nextval(''' || (SELECT CASE WHEN regexp_matches(s, '^(main|public)\.') THEN (CASE WHEN qualified THEN 'public.' ELSE '' END) || regexp_replace(s, '^(main|public)\.', '')
+			WHEN regexp_matches(s, '^("[^"]*"|[^".]*)\.') THEN s
+			WHEN qualified OR coalesce(t.schema_name, 'main') <> 'main' THEN {c}.main.qf_pg_schema(coalesce(t.schema_name, 'main')) || '.' || s
+			ELSE s END
+			FROM (SELECT regexp_extract(e, '^nextval\(''([^'']*)''\)$', 1) AS s) LEFT JOIN (SELECT any_value(schema_name) AS schema_name
+				FROM duckdb_tables() WHERE table_oid = relid) t ON true) || '''::regclass)' ELSE e END`,
+	`CREATE MACRO {c}.main.qf_pg_get_expr(expr, relid) AS {c}.main.qf_nextval_text(expr::VARCHAR, relid, false),
+		(expr, relid, pretty) AS {c}.main.qf_nextval_text(expr::VARCHAR, relid, false)`,
+	`CREATE MACRO {c}.main.qf_pg_get_expr__qualified(expr, relid) AS {c}.main.qf_nextval_text(expr::VARCHAR, relid, true),
+		(expr, relid, pretty) AS {c}.main.qf_nextval_text(expr::VARCHAR, relid, true)`,
 	`CREATE MACRO {c}.main.pg_get_function_result(id) AS
 		(SELECT any_value(f.return_type) FROM duckdb_functions() f WHERE f.function_oid = id)`,
 	`CREATE MACRO {c}.main.pg_get_function_arguments(id) AS
@@ -704,13 +719,16 @@ func pgCompatCalls(q *query.Request) (string, bool) {
 		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision && !subscript && !fraction {
 		return q.SQL, false
 	}
+	if q.Protocol == query.ProtocolPostgres {
+		noteSearchPath(q) // pgsetconfig.go
+	}
 	toks := pgTokens(q)
 	if readsPublications(toks) {
 		return noPublications, false
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
 		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values,
-		postgres: q.Protocol == query.ProtocolPostgres, offsets: offsets}
+		postgres: q.Protocol == query.ProtocolPostgres, offsets: offsets, qualify: q.Sequences.EmptySearchPath()}
 	if (division || subscript) && w.trino { // both write a call before a term (insertAt)
 		w.starts = make([]int, len(toks))
 		for i := range w.starts {
@@ -793,6 +811,9 @@ type compatWriter struct {
 	// session: a PostgreSQL client's request whose user or application_name the SQL may read
 	// (pgsession.go); nil for any other.
 	session *query.Request
+	// qualify: the PostgreSQL client's session's search_path is empty; pg_get_expr qualifies
+	// the names it prints.
+	qualify bool
 	// divides: a division by zero fails, an interval divides (guardDivision).
 	divides bool
 	// values: VALUES 1, 2 is two rows (Trino's; valuesRows).
@@ -1129,7 +1150,9 @@ func (w *compatWriter) step() {
 		}
 	case "pg_get_expr", "format_type": // DuckDB's take no third argument, and its own type oids
 		if w.word(w.sig(w.i+1, 0)) == "(" {
-			w.emit("qf_" + w.word(w.i))
+			if w.emit("qf_" + w.word(w.i)); w.qualify && w.word(w.i) == "pg_get_expr" {
+				w.emit("__qualified") // the session's search_path is empty (pgsetconfig.go)
+			}
 			w.i++
 			return
 		}

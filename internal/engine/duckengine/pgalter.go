@@ -312,6 +312,12 @@ func (d dropForeignKey) run(ctx context.Context, conn *sql.Conn, inTx bool) (que
 		d.name, d.schema, d.table).Scan(&text, &ddl, &referenced)
 	if err == sql.ErrNoRows { // not a foreign key: DuckDB's, or the index of a unique constraint ALTER TABLE added
 		stmt := pgCompat(&query.Request{SQL: d.sqlText, Protocol: query.ProtocolPostgres})
+		if dropped, err := d.dropCheck(ctx, conn, inTx); dropped || err != nil { // pgcheck.go
+			if err != nil {
+				return nil, err
+			}
+			return engine.TagRows("ALTER TABLE"), nil
+		}
 		if index, err := (renameConstraint{schema: d.schema, from: d.name}).uniqueIndex(ctx, conn, d.table); err != nil {
 			return nil, err
 		} else if index != "" {

@@ -93,6 +93,9 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 		if d, ok := readDropConstraint(q.SQL); ok {
 			return d.run, true, nil
 		}
+		if a, ok := readAddCheck(q.SQL); ok { // pgcheck.go
+			return a.run, true, nil
+		}
 		if a, ok := pgIndexedAlter(q.SQL); ok {
 			return a.run, true, nil
 		}

@@ -545,7 +545,7 @@ const declaredColumnsView = `CREATE VIEW {c}.main.qf_pg_columns AS SELECT c.*,
 const declaredNameSQL = `CREATE MACRO {c}.main.qf_constraint_name(in_db, in_schema, in_table, in_kind, in_cols, in_default) AS
 	coalesce((SELECT any_value(d.name) FROM {declared}.constraints d WHERE in_db = current_database()
 	AND d.schema_name = in_schema AND d.table_name = lower(in_table)
-	AND d.kind = CASE in_kind WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'FOREIGN KEY' THEN 'f' END
+	AND d.kind = CASE in_kind WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' WHEN 'FOREIGN KEY' THEN 'f' WHEN 'CHECK' THEN 'c' END
 	AND d.columns = list_transform(in_cols, x -> lower(x))), in_default)`
 
 // constraintNameSQL: qf_pg_constraint_name(db, schema, name) is PostgreSQL's name of the
@@ -572,7 +572,7 @@ const declaredActionSQL = `CREATE MACRO {c}.main.qf_constraint_action(in_db, in_
 // sequence's start, increment, bounds and cycle).
 const declaredInfoSchemaColumns = `CREATE OR REPLACE VIEW {c}.pginfoschema.columns AS SELECT i.* REPLACE (
 	{c}.main.qf_pg_schema(i.table_schema) AS table_schema,
-	CASE WHEN c.pg_identity IS NULL THEN regexp_replace(i.column_default, '^nextval\(''([^'']*)''\)$', 'nextval(''\1''::regclass)') END AS column_default,
+	CASE WHEN c.pg_identity IS NULL THEN {c}.main.qf_nextval_text(i.column_default, c.table_oid, false) END AS column_default,
 	CASE WHEN c.pg_identity IS NULL THEN 'NO' ELSE 'YES' END AS is_identity,
 	CASE c.pg_identity WHEN 'a' THEN 'ALWAYS' WHEN 'd' THEN 'BY DEFAULT' END AS identity_generation,
 	CAST(s.start_value AS VARCHAR) AS identity_start, CAST(s.increment_by AS VARCHAR) AS identity_increment,

@@ -652,6 +652,9 @@ func pgFunctionName(duck string) string {
 	switch duck {
 	case "count_star":
 		return "count"
+	case "qf_pg_get_expr", "qf_pg_get_expr__qualified", "qf_format_type": // catalog.go's
+		name, _, _ := strings.Cut(duck[len("qf_"):], "__")
+		return name
 	}
 	if name, ok := strings.CutPrefix(duck, macroPrefix); ok {
 		name, _, _ = strings.Cut(name, "__") // a variant's (extract__epoch)
@@ -829,7 +832,7 @@ func (w *compatWriter) literalArgument(arg [2]int) (string, bool) {
 func (w *compatWriter) rewritten(from, to int) string {
 	sub := compatWriter{toks: w.toks[from : to+1], quoteAt: w.quoteAt, settings: w.settings, functions: w.functions,
 		binary: w.binary, jsonOps: w.jsonOps, session: w.session, infoSchema: w.infoSchema, trino: w.trino, divides: w.divides,
-		values: w.values, postgres: w.postgres}
+		values: w.values, postgres: w.postgres, qualify: w.qualify}
 	sub.run()
 	return strings.TrimSpace(sub.out.String())
 }

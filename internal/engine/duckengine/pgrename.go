@@ -278,18 +278,9 @@ func readAddedColumn(sqlText string) (a addedColumn, ok bool) {
 	if !containsFold(sqlText, "add") {
 		return a, false
 	}
-	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
-	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
-		toks = toks[:n-1]
-	}
-	r := sqltok.NewWalker(toks)
-	name := alterTableName(r)
-	if name == nil || !r.Word("add") {
+	r, toks, ok := alterTableAdd(sqlText, &a.table.schema, &a.table.name) // pgcheck.go
+	if !ok {
 		return a, false
-	}
-	a.table.name = name[len(name)-1]
-	if len(name) >= 2 {
-		a.table.schema = duckSchema(name[len(name)-2])
 	}
 	r.Word("column")
 	a.ifNotExists = r.Word("if") && r.Word("not") && r.Word("exists")

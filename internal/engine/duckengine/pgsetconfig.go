@@ -29,10 +29,12 @@ var ignoredSettings = map[string][]string{
 	"default_with_oids": {"off", "false"}, "search_path": nil, // searchPaths
 }
 
-// searchPaths are the search paths one may set: the default, and an empty one (pg_dump's, and
-// its dump's: every name it writes is qualified), written without blanks or quotes. SHOW
-// search_path still answers the default.
-var searchPaths = []string{"$user,public", ""}
+// searchPaths are the search paths one may set: the default, public alone (the same here: no
+// client has a schema of its user's name), and an empty one (pg_dump's, and its dump's: every
+// name it writes is qualified; the session notes it, so that pg_get_expr qualifies names as
+// PostgreSQL's does then), written without blanks or quotes. SHOW search_path still answers the
+// default.
+var searchPaths = []string{"$user,public", "public", ""}
 
 // settingChangesNothing reports whether setting name to value changes nothing here.
 func settingChangesNothing(name, value string) bool {
@@ -49,7 +51,38 @@ func settingChangesNothing(name, value string) bool {
 
 // SetChangesNothing: engine.SettingIgnorer, for PostgreSQL clients.
 func (e *Engine) SetChangesNothing(q *query.Request, name, value string) bool {
-	return q.Protocol == query.ProtocolPostgres && settingChangesNothing(name, value)
+	if q.Protocol != query.ProtocolPostgres || !settingChangesNothing(name, value) {
+		return false
+	}
+	if strings.EqualFold(name, "search_path") {
+		q.Sequences.SetEmptySearchPath(emptyPath(value))
+	}
+	return true
+}
+
+// emptyPath reports whether a search_path's value (one searchPaths takes) is the empty one.
+func emptyPath(value string) bool {
+	return strings.NewReplacer(" ", "", `"`, "", "'", "").Replace(value) == ""
+}
+
+// noteSearchPath notes in a PostgreSQL client's session a search_path its statement sets with
+// set_config('search_path', value, false) (pg_dump's, at its start and after each RESET). The
+// value is one the statement's qfpg_set_config takes, or the statement fails.
+func noteSearchPath(q *query.Request) {
+	if q.Sequences == nil || !containsFold(q.SQL, "set_config") || !containsFold(q.SQL, "search_path") {
+		return
+	}
+	toks := sqltok.SignificantTokens(q.SQL, sqltok.Postgres)
+	for i := 0; i+7 < len(toks); i++ {
+		if !isWord(toks[i], "set_config") || toks[i+1].Text != "(" || toks[i+2].Kind != sqltok.String ||
+			!strings.EqualFold(plainString(toks[i+2].Text), "search_path") || toks[i+3].Text != "," ||
+			toks[i+4].Kind != sqltok.String || toks[i+5].Text != "," || !isWord(toks[i+6], "false") || toks[i+7].Text != ")" {
+			continue
+		}
+		if value := plainString(toks[i+4].Text); settingChangesNothing("search_path", value) {
+			q.Sequences.SetEmptySearchPath(emptyPath(value))
+		}
+	}
 }
 
 // setConfigSQL is set_config(name, value, is_local) (pgFunctions' qfpg_set_config): the value,
@@ -90,5 +123,10 @@ func resetIgnored(q *query.Request) (ownRun, bool) {
 	if r.Punct(";"); r.More() {
 		return nil, false
 	}
-	return func(context.Context, *sql.Conn, bool) (query.Rows, error) { return engine.TagRows("RESET"), nil }, true
+	return func(context.Context, *sql.Conn, bool) (query.Rows, error) {
+		if strings.EqualFold(name.Text, "search_path") {
+			q.Sequences.SetEmptySearchPath(false)
+		}
+		return engine.TagRows("RESET"), nil
+	}, true
 }

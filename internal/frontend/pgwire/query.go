@@ -476,6 +476,12 @@ func (c *conn) describeStatement(st *preparedStmt) error {
 // learnTypes describes st once: its parameter types where the client left them unspecified
 // (0), and its columns.
 func (c *conn) learnTypes(st *preparedStmt) error {
+	if st.desc == nil && startsWithSetOrReset(st.sql) {
+		// A SET or RESET answers no rows and takes no parameter, as PostgreSQL describes it; what
+		// it sets is checked when it runs (localStatement). An engine asked to describe it may not
+		// read PostgreSQL's forms of it (DuckDB: SET search_path TO "$user", public).
+		st.desc = &engine.Description{}
+	}
 	if st.desc == nil && isCursorStatement(st.sql) {
 		desc, err := c.describeCursorStatement(st.sql)
 		if err != nil {
