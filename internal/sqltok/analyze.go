@@ -100,9 +100,10 @@ const (
 	KindShow
 	KindExplain
 	KindTransaction // BEGIN, START TRANSACTION, COMMIT, ROLLBACK, SAVEPOINT, RELEASE, END, ABORT
+	KindTwoPhase    // XA ..., PREPARE TRANSACTION, COMMIT PREPARED, ROLLBACK PREPARED (TwoPhase)
 )
 
-var kindText = [...]string{"other", "select", "insert", "update", "delete", "ddl", "set", "show", "explain", "transaction"}
+var kindText = [...]string{"other", "select", "insert", "update", "delete", "ddl", "set", "show", "explain", "transaction", "two-phase"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindText) {
@@ -142,6 +143,9 @@ func kindOf(toks []Token) Kind {
 	if i >= len(toks) || toks[i].Kind != Word {
 		return KindOther
 	}
+	if TwoPhase(toks[i:]) != "" {
+		return KindTwoPhase
+	}
 	first := strings.ToLower(toks[i].Text)
 	if first == "with" {
 		return kindAfterWith(toks[i+1:])
@@ -157,6 +161,37 @@ func kindOf(toks []Token) Kind {
 		return explainKind(toks[i+1:])
 	}
 	return k
+}
+
+// TwoPhase names the two-phase commit statement st (its significant tokens) is, or "": MySQL's
+// and MariaDB's XA statements (XA START, XA END, XA PREPARE, XA COMMIT, XA ROLLBACK, XA RECOVER:
+// no other statement starts with the word XA), PostgreSQL's PREPARE TRANSACTION 'gid' (not
+// PREPARE transaction AS ..., a prepared statement named "transaction", nor MySQL's PREPARE
+// transaction FROM ...), COMMIT PREPARED and ROLLBACK PREPARED. Only bare words count: a string
+// or a quoted name holding XA is no such statement.
+func TwoPhase(st []Token) string {
+	word := func(i int) string {
+		if i < len(st) && st[i].Kind == Word {
+			return strings.ToLower(st[i].Text)
+		}
+		return ""
+	}
+	switch word(0) {
+	case "xa":
+		if w := word(1); w != "" {
+			return "XA " + strings.ToUpper(w)
+		}
+		return "XA"
+	case "prepare":
+		if word(1) == "transaction" && !(len(st) > 2 && (st[2].IsWord("as", "from") || st[2].Text == "(")) {
+			return "PREPARE TRANSACTION"
+		}
+	case "commit", "rollback":
+		if word(1) == "prepared" {
+			return strings.ToUpper(word(0)) + " PREPARED"
+		}
+	}
+	return ""
 }
 
 // explainKind classifies what follows EXPLAIN. EXPLAIN ANALYZE runs its statement (in

@@ -114,6 +114,9 @@ func slicesEqual(a, b []string) bool {
 // narrows the engine's views of its sessions to the client's own (activity.go), and refuses
 // what would reach the engine host's files and programs (serverfiles.go).
 func checkStatements(g *group, req *query.Request) error {
+	if err := checkTwoPhase(req); err != nil { // twophase.go
+		return err
+	}
 	if err := checkSharedEngineUserAs(req, g.engineUsers); err != nil {
 		return err
 	}
