@@ -287,7 +287,36 @@ func alterAroundIndexes(ctx context.Context, conn *sql.Conn, table string, stmts
 		_ = runAll(context.WithoutCancel(ctx), conn, indexes, inTx)
 		return err
 	}
+	if inTx && slices.ContainsFunc(indexes, uniqueIndexDDL) {
+		// DuckDB creates no unique index again under its name in the transaction that dropped
+		// it ("already exists": Knex's renameColumn in a migration's transaction), but does once
+		// its table was dropped: the table is created again, as it is now, with its rows.
+		rebuild, err := rebuiltAsNow(ctx, conn, table)
+		if err != nil {
+			return err
+		}
+		if err := runAll(ctx, conn, rebuild, inTx); err != nil {
+			return err
+		}
+	}
 	return runAll(ctx, conn, afterAlter(indexes, dropped, renamed), inTx)
+}
+
+// uniqueIndexDDL reports whether create, DuckDB's text of an index, is a unique index's.
+func uniqueIndexDDL(create string) bool {
+	toks := sqltok.SignificantTokens(create, sqltok.Postgres)
+	return len(toks) > 2 && toks[0].IsWord("create") && toks[1].IsWord("unique")
+}
+
+// rebuiltAsNow are the statements that create table (in the current schema, its indexes
+// dropped) again from DuckDB's text of it, its rows kept.
+func rebuiltAsNow(ctx context.Context, conn *sql.Conn, table string) ([]string, error) {
+	var ddl string
+	if err := conn.QueryRowContext(ctx, `SELECT sql FROM duckdb_tables() WHERE database_name = current_database()
+		AND schema_name = current_schema() AND lower(table_name) = lower(?)`, table).Scan(&ddl); err != nil {
+		return nil, wrapErr(err)
+	}
+	return rebuildTable(ctx, conn, "", table, ddl)
 }
 
 // withReferencingSetAside is stmts, an ALTER of table (not DROP COLUMN, which MariaDB refuses

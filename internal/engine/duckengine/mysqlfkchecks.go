@@ -20,9 +20,9 @@ import (
 // does not exist yet, or to one whose own keys wait, and keeps it in the connection's
 // variable qf_fk_pending; SET FOREIGN_KEY_CHECKS=1 (the dump's last lines) then adds them:
 // each such table is created again with its keys and its rows copied back, referenced
-// tables first (DuckDB drops no table another key references). Rows that break a key then
-// fail the SET (23503), where MariaDB would leave them; a client that never sets the checks
-// back leaves its tables without those keys. Keys to tables that exist are declared at once,
+// tables first (DuckDB drops no table another key references). A key that rows break stays
+// pending and the SET is answered, as MariaDB leaves such rows; a client that never sets the
+// checks back leaves its tables without those keys. Keys to tables that exist are declared at once,
 // and checked on every row, as DuckDB always does.
 
 // tableKey is one foreign key of a MySQL client's CREATE TABLE.
@@ -205,8 +205,10 @@ func noteDeferred(ctx context.Context, conn *sql.Conn, table string, keys []tabl
 // created again with its keys and its rows, a table before those whose keys reference it. A
 // key to a table that does not exist (dropped with the checks off and not created again, or
 // never created) stays pending, as MariaDB keeps it, until a CREATE TABLE of that table
-// (applyKeysTo); the other keys of its table are added. A table that fails (rows that break a
-// key) leaves its keys and those not yet added pending.
+// (applyKeysTo); the other keys of its table are added. So does a key that rows already there
+// break (keyBroken), as MariaDB checks only the rows written after: until a later SET
+// FOREIGN_KEY_CHECKS=1 finds its rows mended. A table that fails leaves its keys and those not
+// yet added pending.
 func applyDeferredKeys(ctx context.Context, conn *sql.Conn, inTx bool) error {
 	pending, err := pendingKeys(ctx, conn)
 	if err != nil || len(pending) == 0 {
@@ -226,6 +228,14 @@ func applyDeferredKeys(ctx context.Context, conn *sql.Conn, inTx bool) error {
 			return err
 		}
 		if !exists {
+			waiting = append(waiting, tableKey{name: p[0], ref: p[1], clause: p[2]})
+			continue
+		}
+		if broken, err := keyBroken(ctx, conn, p[0], p[2]); err != nil {
+			return err
+		} else if broken {
+			// rows written with the checks off break it: MariaDB checks no row already there
+			// when the checks go back on, so the SET is answered and the key waits
 			waiting = append(waiting, tableKey{name: p[0], ref: p[1], clause: p[2]})
 			continue
 		}

@@ -1,6 +1,10 @@
 package duckengine
 
-import "github.com/queryflux/queryflux/internal/sqltok"
+import (
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
 
 // MySQL's information_schema views of keys, as MariaDB answers them (ORMs' introspection reads
 // them: Sequelize's removeConstraint and sync({alter}) table_constraints, SQLAlchemy's and
@@ -51,6 +55,18 @@ func mysqlRule(letter string) string {
 	return `CASE ` + letter + ` WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' WHEN 'd' THEN 'SET DEFAULT' WHEN 'a' THEN 'NO ACTION' ELSE 'RESTRICT' END`
 }
 
+// mysqlNumericPrecision and mysqlNumericScale are information_schema.COLUMNS' NUMERIC_PRECISION
+// and NUMERIC_SCALE of column c as MariaDB reports them: an integer type's decimal digits (DuckDB's
+// are bits: INTEGER 32, MariaDB's int 10) and scale 0, a FLOAT's 12 and a DOUBLE's 22 without a
+// scale, a DECIMAL's own.
+const (
+	mysqlNumericPrecision = `CASE WHEN c.data_type IN ('TINYINT', 'UTINYINT', 'BOOLEAN') THEN 3 WHEN c.data_type IN ('SMALLINT', 'USMALLINT') THEN 5
+		WHEN c.data_type IN ('INTEGER', 'UINTEGER') THEN 10 WHEN c.data_type = 'BIGINT' THEN 19 WHEN c.data_type = 'UBIGINT' THEN 20
+		WHEN c.data_type = 'FLOAT' THEN 12 WHEN c.data_type = 'DOUBLE' THEN 22 ELSE c.numeric_precision END::BIGINT`
+	mysqlNumericScale = `CASE WHEN c.data_type IN ('TINYINT', 'UTINYINT', 'BOOLEAN', 'SMALLINT', 'USMALLINT', 'INTEGER', 'UINTEGER', 'BIGINT', 'UBIGINT') THEN 0
+		WHEN c.data_type IN ('FLOAT', 'DOUBLE') THEN NULL ELSE c.numeric_scale END::BIGINT`
+)
+
 var mysqlInfoSchemaSQL = []string{
 	// qf_mysql_column_type(t, oid, typmod): the MySQL type of a column of DuckDB type t, its
 	// declared type (qf_pg_columns, mysqldeclared.go) a VARCHAR(n) or CHAR(n) of that length, or
@@ -73,16 +89,13 @@ var mysqlInfoSchemaSQL = []string{
 			ELSE c.character_maximum_length END::BIGINT AS "CHARACTER_MAXIMUM_LENGTH",
 		CASE WHEN c.pg_type_oid IN (1042, 1043) AND c.pg_typmod > 4 THEN (c.pg_typmod - 4) * 4 WHEN c.data_type = 'VARCHAR' THEN 65535
 			END::BIGINT AS "CHARACTER_OCTET_LENGTH",
-		c.numeric_precision::BIGINT AS "NUMERIC_PRECISION", c.numeric_scale::BIGINT AS "NUMERIC_SCALE",
+		` + mysqlNumericPrecision + ` AS "NUMERIC_PRECISION", ` + mysqlNumericScale + ` AS "NUMERIC_SCALE",
 		CASE WHEN c.data_type = 'TIMESTAMP_S' THEN 0 WHEN c.data_type = 'TIMESTAMP_MS' THEN 3
 			WHEN c.data_type IN ('TIMESTAMP', 'TIMESTAMP WITH TIME ZONE', 'TIME') THEN 6 END::BIGINT AS "DATETIME_PRECISION",
 		CASE WHEN c.data_type LIKE 'VARCHAR%' THEN 'utf8mb4' END AS "CHARACTER_SET_NAME",
 		CASE WHEN c.data_type LIKE 'VARCHAR%' THEN 'utf8mb4_general_ci' END AS "COLLATION_NAME",
 		{c}.main.qf_mysql_column_type(c.data_type, c.pg_type_oid, c.pg_typmod) AS "COLUMN_TYPE",
-		coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END
-			FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name
-			AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name)
-			OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), '') AS "COLUMN_KEY",
+		` + strings.ReplaceAll(columnKey, "qf_index_expressions", "{c}.main.qf_index_expressions") + ` AS "COLUMN_KEY",
 		CASE WHEN ` + autoIncrement + ` THEN 'auto_increment' ELSE '' END AS "EXTRA",
 		'select,insert,update,references' AS "PRIVILEGES", coalesce(c.comment, '') AS "COLUMN_COMMENT",
 		'NEVER' AS "IS_GENERATED", NULL::VARCHAR AS "GENERATION_EXPRESSION"

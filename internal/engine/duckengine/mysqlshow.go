@@ -34,10 +34,7 @@ func (duckCatalog) Databases() string { return "SELECT datname AS name FROM qf_p
 // marks them.
 func (duckCatalog) Columns(db, table string) string {
 	return `SELECT c.table_name AS tbl, c.column_name AS name, qf_mysql_column_type(c.data_type, c.pg_type_oid, c.pg_typmod) AS type, c.is_nullable AS nullable, ` +
-		`coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END ` +
-		`FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name ` +
-		`AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name) ` +
-		`OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), ` + multipleKey + `, '') AS key, ` +
+		columnKey + ` AS key, ` +
 		`CASE WHEN NOT ` + autoIncrement + ` THEN ` + mysqlDefault + ` END AS dflt, ` +
 		`CASE WHEN ` + autoIncrement + ` THEN 'auto_increment' WHEN ` + onUpdate + ` THEN c.comment ELSE '' END AS extra, ` +
 		`CASE WHEN ` + onUpdate + ` THEN '' ELSE coalesce(c.comment, '') END AS comment, c.column_index AS pos ` +
@@ -59,12 +56,27 @@ const mysqlDefault = `CASE WHEN c.column_default ILIKE '%current_timestamp%' THE
 	`ELSE c.column_default END`
 
 // multipleKey is MariaDB's MUL for column c, the first of an index or of a unique key of more
-// than one column (a one-column unique index is UNI); NULL otherwise.
+// than one column (a one-column unique index is UNI); NULL otherwise: the result set's column
+// flags' reading (mysqlkeys.go), which columnKey's differs from in priority and foreign keys.
 const multipleKey = `(SELECT CASE WHEN bool_or(NOT i.is_unique OR len(qf_index_expressions(i.expressions)) > 1) THEN 'MUL' WHEN count(*) > 0 THEN 'UNI' END ` +
 	`FROM duckdb_indexes() i WHERE i.table_oid = c.table_oid AND trim(qf_index_expressions(i.expressions)[1], '"') = c.column_name ` +
 	`AND NOT ` + caselessIndex + `), ` +
 	`(SELECT 'MUL' FROM duckdb_constraints() k WHERE k.table_oid = c.table_oid AND k.constraint_type = 'UNIQUE' ` +
 	`AND k.constraint_column_names[1] = c.column_name AND len(k.constraint_column_names) > 1 LIMIT 1)`
+
+// columnKey is MariaDB's Key (COLUMN_KEY) of column c, the first that applies of: PRI for a
+// primary key's columns; UNI for the column of a one-column unique key or index; MUL for the
+// first column of an index, of a unique key of more columns, or of a foreign key (InnoDB
+// indexes every foreign key: its own index, or another that begins with its columns); else empty.
+const columnKey = `coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END ` +
+	`FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name ` +
+	`AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name) ` +
+	`OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), ` +
+	`(SELECT CASE WHEN bool_or(i.is_unique AND len(qf_index_expressions(i.expressions)) = 1) THEN 'UNI' WHEN count(*) > 0 THEN 'MUL' END ` +
+	`FROM duckdb_indexes() i WHERE i.table_oid = c.table_oid AND trim(qf_index_expressions(i.expressions)[1], '"') = c.column_name ` +
+	`AND NOT ` + caselessIndex + `), ` +
+	`(SELECT 'MUL' FROM duckdb_constraints() k WHERE k.table_oid = c.table_oid AND k.constraint_type IN ('UNIQUE', 'FOREIGN KEY') ` +
+	`AND k.constraint_column_names[1] = c.column_name LIMIT 1), '')`
 
 // onUpdate is the condition that column c is ON UPDATE CURRENT_TIMESTAMP (mysqlindexes.go).
 const onUpdate = `coalesce(starts_with(c.comment, '` + onUpdateComment + `'), false)`

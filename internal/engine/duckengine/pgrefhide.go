@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -24,10 +25,12 @@ import (
 // a fraction of the rows' re-insert). Nor a table a key references: such a family (two
 // levels) is created again.
 
-// hideable reports whether every referencing table of a family can be hidden.
+// hideable reports whether every referencing table of a family can be hidden: not one with a
+// unique index (uniqueIndexDDL), which DuckDB does not create again under its name in the
+// transaction that dropped it (a MySQL client's ADD UNIQUE INDEX: Sequelize's destroy()).
 func hideable(children []familyTable) bool {
 	for _, t := range children {
-		if t.referenced {
+		if t.referenced || slices.ContainsFunc(t.indexes, uniqueIndexDDL) {
 			return false
 		}
 	}

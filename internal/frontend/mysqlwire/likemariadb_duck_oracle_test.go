@@ -741,4 +741,46 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec create table vc (a text)",
 		"show columns from vc",
 	}},
+	// FOREIGN_KEY_CHECKS=1 over rows written with the checks off that break a key: MariaDB
+	// checks no row already there (the SET is answered, the rows kept and read, updated and
+	// deleted); once they are mended the key holds (1452). DuckDB's SET failed (1452) and the
+	// checks stayed off. (Left: while the key waits, a new row breaking it is taken and a
+	// referenced row deleted, where MariaDB answers 1452 and 1451.)
+	{"checks on over rows that break a key", []string{
+		"exec create table fp (id int primary key)",
+		"exec create table fc (id int primary key, pid int, name varchar(10), foreign key (pid) references fp (id))",
+		"exec insert into fp values (1)",
+		"exec set foreign_key_checks = 0",
+		"exec insert into fc values (1, 42, 'x'), (2, 1, 'y')",
+		"exec set foreign_key_checks = 1",
+		"select @@foreign_key_checks",
+		"select * from fc order by id",
+		"exec update fc set name = 'z' where pid = 42",
+		"exec delete from fc where pid = 42",
+		"exec set foreign_key_checks = 1",
+		"exec insert into fc values (3, 43, 'w')",
+		"exec delete from fp where id = 1",
+		"select * from fc order by id",
+		"select constraint_name, table_name, referenced_table_name from information_schema.referential_constraints where constraint_schema = database() order by 1",
+	}},
+	// COLUMN_KEY (SHOW COLUMNS' Key) as MariaDB gives it: PRI, then UNI (a one-column unique
+	// key or index, before MUL of an index it begins too), then MUL for the first column of an
+	// index, of a unique key of more columns or of a foreign key (was '': Sequelize's and
+	// TypeORM's introspection read it); NUMERIC_PRECISION and NUMERIC_SCALE of integer,
+	// floating and decimal columns in MariaDB's digits (DuckDB's were bits: int 32).
+	{"column keys and numeric precision", []string{
+		"exec create table p3 (id int primary key, code varchar(10) unique, amount decimal(10,2), f float, d double, b bigint, " +
+			"s smallint, t tinyint, tu tinyint unsigned, bu bigint unsigned, n numeric(5), bo boolean, iu int unsigned)",
+		"exec create table c3 (id int auto_increment primary key, pid int, name varchar(20), k int, key (k), key nm (name, k), " +
+			"foreign key (pid) references p3 (id))",
+		"exec create table pr (id int primary key, a int, b int, c int, d int, unique key (a), key (a, b), key (d), unique key (d, b), unique key (c, d))",
+		"exec create table c4 (id int primary key, x int, y int, constraint c4x foreign key (x, y) references pr (c, d))",
+		"exec alter table c4 add index yx (y, x)",
+		"exec create index c4_y on c4 (y)",
+		"show columns from c3",
+		"show columns from pr",
+		"show columns from c4",
+		"select table_name, column_name, column_key, numeric_precision, numeric_scale from information_schema.columns " +
+			"where table_schema = database() and table_name in ('p3', 'c3', 'pr', 'c4') order by table_name, ordinal_position",
+	}},
 }
