@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,4 +214,66 @@ func TestASessionRefusedByItsEngineHoldsNothing(t *testing.T) {
 		t.Fatalf("after the refused session: %d running on a, the runtime pinned %d times", n, pins)
 	}
 	mustRun(t, h) // the slot is free for the next query
+}
+
+// TestAQueuedQueryMovedToAFullGroupWaitsInItsLine: a queued query that the next configuration
+// sends to a group with a queue and no room waits in that group's line, runs once its cluster
+// frees, and leaves neither line behind.
+func TestAQueuedQueryMovedToAFullGroupWaitsInItsLine(t *testing.T) {
+	h := newHarness(t)
+	onA, onB := newGate(h.env), newGate(h.env)
+	a, b := &fakeEngine{rows: 1, gate: onA}, &fakeEngine{rows: 2, gate: onB}
+	spec := func(fallback string) RuntimeSpec {
+		s := movedSpec(a, b, true)
+		s.Groups[1].MaxQueuedQueries, s.Groups[1].CapacityWaitTimeout = 5, time.Minute
+		s.Routers = []Router{&HeaderRouter{Header: "X-To", ByValue: map[string]string{"other": "other"}}}
+		s.Fallback = fallback
+		return s
+	}
+	h.activate(spec("g"))
+	toB := sel("select 0")
+	toB.Headers = map[string]string{"X-To": "other"}
+	onOther := h.async(t.Context(), toB)
+	eventually(t, "a query running on b", func() bool { return b.executing.Load() == 1 })
+	onFirst := h.async(t.Context(), sel("select 1"))
+	eventually(t, "a query running on a", func() bool { return a.executing.Load() == 1 })
+	moved := h.async(t.Context(), sel("select 2"))
+	eventually(t, "the query queued in g", func() bool { return h.core.Queued("g") == 1 })
+	h.activate(spec("other"))
+	eventually(t, "the query moved to other's line", func() bool { return h.core.Queued("g") == 0 && h.core.Queued("other") == 1 })
+	onB.release()
+	if n, err := moved.result(t); err != nil || n != 2 {
+		t.Fatalf("the moved query once b freed: %d rows, %v; want it run on b", n, err)
+	}
+	if h.core.Queued("g") != 0 || h.core.Queued("other") != 0 {
+		t.Fatalf("a line kept the moved query: g %d, other %d", h.core.Queued("g"), h.core.Queued("other"))
+	}
+	onA.release()
+	for _, o := range []*outcome{onOther, onFirst} {
+		if _, err := o.result(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAQueuedQueryFailsWhenItsGroupHasNoHealthyCluster: the head of a line whose every cluster
+// went unhealthy is told so, rather than waiting out its timeout.
+func TestAQueuedQueryFailsWhenItsGroupHasNoHealthyCluster(t *testing.T) {
+	h := newHarness(t)
+	g := newGate(h.env)
+	rt := h.activate(oneGroup(RoundRobin, 5, time.Hour, cl("a", 1, &fakeEngine{rows: 1, gate: g})))
+	running := h.async(t.Context(), sel("select 1"))
+	eventually(t, "the first query running", func() bool { return h.core.Running("a") == 1 })
+	queued := h.async(t.Context(), sel("select 2"))
+	eventually(t, "the second query queued", func() bool { return h.core.Queued("g") == 1 })
+	rt.SetHealthy("a", false)
+	g.release()
+	if _, err := running.result(t); err != nil {
+		t.Fatal(err)
+	}
+	_, err := queued.result(t)
+	var qe *query.Error
+	if !errors.As(err, &qe) || !strings.Contains(qe.Message, "no enabled, healthy cluster") {
+		t.Fatalf("the head of a line with no healthy cluster: %v", err)
+	}
 }
