@@ -456,7 +456,9 @@ func extractOf(field string) translation {
 
 // rowOf is Trino's row(a, b), which PostgreSQL would answer as a record's text "(1,a)", as
 // the JSON array of its fields, as Trino writes a row; the Trino frontend announces the row
-// type its select item declares (trinodecl's rows.go).
+// type its select item declares (trinodecl's rows.go). The array is jsonb, not json: a row
+// compared (row(a, b) = row(1, 'x'), IN, ORDER BY) needs jsonb's equality and ordering, which
+// compare same-length arrays field by field as rows compare.
 func rowOf(r *rewriter, args []span) (string, bool) {
 	if len(args) == 0 {
 		return "", false
@@ -465,7 +467,7 @@ func rowOf(r *rewriter, args []span) (string, bool) {
 	for i, a := range args {
 		texts[i] = r.text(a)
 	}
-	return "json_build_array(" + strings.Join(texts, ", ") + ")", true
+	return "jsonb_build_array(" + strings.Join(texts, ", ") + ")", true
 }
 
 // rowCast is cast(row(a, b) as row(x integer, y varchar)) as the JSON array of each field cast
@@ -484,5 +486,5 @@ func rowCast(r *rewriter, fields []span, typ span) (string, bool) {
 		pg, _ := r.castType(span{f.lo + 1, f.hi})
 		texts[i] = "CAST(" + r.text(fields[i]) + " AS " + pg + ")"
 	}
-	return "json_build_array(" + strings.Join(texts, ", ") + ")", true
+	return "jsonb_build_array(" + strings.Join(texts, ", ") + ")", true
 }

@@ -35,7 +35,7 @@ func TestFunctions(t *testing.T) {
 		"select date_add(u, 1, d) y":                                            "select date_add(u, 1, d) y",
 		"select date_add('week', n, current_date) y":                            "select CAST(((current_date) + (n) * interval '7 days') AS date) y",
 		"select 1e0 / 3 x, -2.5E-3 y, 1.5 z":                                    "select CAST(1e0 AS double precision) / 3 x, -CAST(2.5E-3 AS double precision) y, 1.5 z",
-		"select row(1, 'a') r, cast(row(1, 'a') as row(x integer, y double)) s": "select json_build_array(1, 'a') r, json_build_array(CAST(1 AS integer), CAST('a' AS double precision)) s",
+		"select row(1, 'a') r, cast(row(1, 'a') as row(x integer, y double)) s": "select jsonb_build_array(1, 'a') r, jsonb_build_array(CAST(1 AS integer), CAST('a' AS double precision)) s",
 	} {
 		tr, _ := SQL(q, Session{})
 		if tr.SQL != want {

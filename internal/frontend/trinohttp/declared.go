@@ -130,7 +130,7 @@ func literalColumn(f arrow.Field) bool {
 func literalFits(f arrow.Field, trinoType string) bool {
 	switch {
 	case strings.HasPrefix(trinoType, "row("):
-		return isJSON(f) // trinopg's json_build_array
+		return isJSON(f) // trinopg's jsonb_build_array
 	case strings.HasPrefix(trinoType, "time("):
 		return f.Type.ID() == arrow.TIME32 || f.Type.ID() == arrow.TIME64
 	case strings.HasPrefix(trinoType, "decimal("):

@@ -119,4 +119,11 @@ func TestRowsOnPostgres(t *testing.T) {
 	if got := fmt.Sprintf("%+v|%+v|%+v", r, s, d); got != want {
 		t.Errorf("go client: %s\nwant %s", got, want)
 	}
+	// Rows compared, as Trino compares them: field by field.
+	var n int
+	const compared = `select count(*) from (values (1, 'a'), (2, 'b'), (2, 'c')) t(x, y)
+		where row(x, y) = row(1, 'a') or row(x, y) in (row(2, 'c')) or row(x, y) < row(0, 'z')`
+	if err := db.QueryRow(compared).Scan(&n); err != nil || n != 2 {
+		t.Errorf("rows compared in WHERE: %d, %v; want 2", n, err)
+	}
 }

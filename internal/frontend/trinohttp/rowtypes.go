@@ -11,7 +11,7 @@ import (
 )
 
 // A Trino row(...) its statement declared on an engine that answers a JSON array (PostgreSQL:
-// trinopg writes row(...) as json_build_array): announced as the row, written as the array, a
+// trinopg writes row(...) as jsonb_build_array): announced as the row, written as the array, a
 // decimal field as its text (as Trino writes a decimal).
 
 // declaredRow is the signature of the row(...) its statement declared for f, a JSON text
