@@ -75,7 +75,11 @@ func readTableKey(d []sqltok.Token) (tableKey, bool) {
 }
 
 // keyColumns are the names in the first parentheses of d (FOREIGN KEY [name] (cols)).
-func keyColumns(d []sqltok.Token) []string {
+func keyColumns(d []sqltok.Token) []string { return keyColumnsAs(d, identText) }
+
+// keyColumnsAs is keyColumns with each name read by name (pgIdent for DuckDB's own clauses,
+// whose names are double-quoted).
+func keyColumnsAs(d []sqltok.Token, name func(sqltok.Token) string) []string {
 	var cols []string
 	in := false
 	for _, t := range d {
@@ -85,7 +89,7 @@ func keyColumns(d []sqltok.Token) []string {
 		case t.Text == ")":
 			return cols
 		case in && t.Text != ",":
-			cols = append(cols, identText(t))
+			cols = append(cols, name(t))
 		}
 	}
 	return cols
@@ -313,7 +317,7 @@ func keyBroken(ctx context.Context, conn *sql.Conn, table, clause string) (bool,
 	if ref+2 < len(toks) && toks[ref+1].Text == "." {
 		ref += 2
 	}
-	cols, refCols := keyColumns(toks[:at]), keyColumns(toks[ref+1:])
+	cols, refCols := keyColumnsAs(toks[:at], pgIdent), keyColumnsAs(toks[ref+1:], pgIdent)
 	if len(cols) == 0 || len(cols) != len(refCols) {
 		return false, nil
 	}
