@@ -27,12 +27,12 @@ import (
 )
 
 var (
-	fset     = token.NewFileSet()
-	nextID   = 0
-	list     bytes.Buffer
-	curFile  string
-	ranges   [][2]int // the current file's line ranges to mutate
-	skipIDs  = map[int]bool{}
+	fset    = token.NewFileSet()
+	nextID  = 0
+	list    bytes.Buffer
+	curFile string
+	ranges  [][2]int // the current file's line ranges to mutate
+	skipIDs = map[int]bool{}
 )
 
 func main() {
