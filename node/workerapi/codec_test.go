@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"pgregory.net/rapid"
 
@@ -82,7 +83,7 @@ func TestHeartbeatRoundTripsThroughTheCodec(t *testing.T) {
 
 // DecodeHeartbeat is encoding/json made strict: it takes exactly the bodies that are one JSON
 // object which encoding/json decodes with unknown fields refused, whose every key is a field's
-// name letter for letter, and that Validate accepts; and it decodes them as encoding/json does.
+// name letter for letter, that is valid UTF-8 with no key given twice, and that Validate accepts; and it decodes them as encoding/json does.
 func TestDecodeHeartbeatIsStrictEncodingJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		hb := anyHeartbeat(t)
@@ -133,9 +134,10 @@ func checkStrict(t interface{ Fatalf(string, ...any) }, data []byte) {
 }
 
 // strictOracle decides a heartbeat body the slow, obvious way: encoding/json with unknown fields
-// refused, nothing after the object, every key checked against the tags on a generic decode.
+// refused, nothing after the object, every key checked against the tags on a generic decode;
+// and, as CheckBody says the worker API refuses, no invalid UTF-8 and no key given twice.
 func strictOracle(data []byte) (Heartbeat, bool) {
-	if len(data) > BodyBytesMax {
+	if len(data) > BodyBytesMax || !utf8.Valid(data) || repeatsAKey(data) {
 		return Heartbeat{}, false
 	}
 	var hb Heartbeat
@@ -152,6 +154,45 @@ func strictOracle(data []byte) (Heartbeat, bool) {
 		return Heartbeat{}, false
 	}
 	return hb, hb.Validate() == nil
+}
+
+// repeatsAKey reports whether some object in data (JSON that may not parse) names a key twice,
+// read token by token: each open object keeps the set of keys seen so far.
+func repeatsAKey(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		keys      map[string]bool
+		expectKey bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if key, isString := tok.(string); isString && top != nil && top.expectKey {
+			if top.keys[key] {
+				return true
+			}
+			top.keys[key], top.expectKey = true, false
+			continue
+		}
+		if top != nil && top.keys != nil {
+			top.expectKey = true // a value (or an object or array opening as one) was read
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{keys: map[string]bool{}, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
 }
 
 // exactKeys reports whether every key of the generic JSON value v is a json tag of the struct
