@@ -73,6 +73,10 @@ var byState = map[string]mysqlCode{
 	sqlstate.InFailedSQLTransaction:       {mysql.ER_UNKNOWN_ERROR, sqlstate.MySQLGeneralError},
 	sqlstate.ReadOnlySQLTransaction:       {mysql.ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, sqlstate.ReadOnlySQLTransaction}, // 1792: a file opened read-only, as MariaDB's READ ONLY transaction
 	sqlstate.AdminShutdown:                {mysql.ER_SERVER_SHUTDOWN, sqlstate.MySQLCommunicationLink},
+
+	// ROLLBACK TO or RELEASE of a savepoint the transaction does not have: MariaDB's 1305
+	// "SAVEPOINT s does not exist" (the transaction goes on: stmtrollback.go)
+	sqlstate.InvalidSavepointSpecification: {mysql.ER_SP_DOES_NOT_EXIST, sqlstate.SyntaxErrorOrAccessRuleViolation},
 }
 
 // engineErrno finds the MySQL error number the MySQL engine keeps in its messages.

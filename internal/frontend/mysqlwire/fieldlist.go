@@ -86,6 +86,7 @@ func (h *session) describeFieldList(ctx context.Context, req *query.Request, wil
 	execute := h.s.backend.Execute
 	if h.pinned != nil {
 		execute = h.pinned.Execute
+		defer h.settleStatement(h.guardStatement(ctx, req.SQL), req.SQL, 0) // a missing table leaves the transaction as it was
 	}
 	rows, err := execute(ctx, req)
 	if err != nil {

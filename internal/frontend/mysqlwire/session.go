@@ -57,12 +57,15 @@ type session struct {
 	eof             [9]byte              // writeEOF's packet (go-mysql copies it out)
 	diag            []diagnostic         // the last statement's warnings or error (SHOW WARNINGS)
 
-	pinned        engine.Session // the engine connection of an open transaction, if any
-	held          bool           // pinned until the client disconnects, for its named lock (GET_LOCK) or user variables (SET @v)
-	autocommitOff bool           // SET autocommit=0: every statement runs in a pinned transaction
-	emptyTx       bool           // the pinned transaction was opened for the running statement (autocommit off)
-	isolation     string         // SET SESSION TRANSACTION ISOLATION LEVEL's level, "" for the engine's default
-	timeZone      string         // SET time_zone's value as MariaDB reads it back, "" for the default
+	pinned         engine.Session // the engine connection of an open transaction, if any
+	held           bool           // pinned until the client disconnects, for its named lock (GET_LOCK) or user variables (SET @v)
+	autocommitOff  bool           // SET autocommit=0: every statement runs in a pinned transaction
+	emptyTx        bool           // the pinned transaction was opened for the running statement (autocommit off)
+	stmtRollback   bool           // the pinned engine aborts a transaction on error: statements run after a savepoint (stmtrollback.go)
+	stmtSavepoints int            // the proxy's savepoints open in the pinned transaction (stmtrollback.go)
+	lastErr        uint16         // the error number of the last error packet written
+	isolation      string         // SET SESSION TRANSACTION ISOLATION LEVEL's level, "" for the engine's default
+	timeZone       string         // SET time_zone's value as MariaDB reads it back, "" for the default
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running statement, for KILL QUERY from another session
@@ -149,7 +152,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		args = bin.args
 	}
 	binary := bin != nil
-	h.warnings = 0
+	h.warnings, h.lastErr = 0, 0
 	h.forgetDiagnostics(sql)
 	if mysqlengine.LoadsLocalFile(sql) && !h.routesToMySQL() {
 		h.writeError(errLocalInfileOff)
@@ -186,12 +189,15 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		}
 	}
 	execute := h.s.backend.Execute
+	var guard stmtGuard
 	if h.pinned != nil {
 		execute = h.pinned.Execute
+		guard = h.guardStatement(ctx, sql)
 	}
 	rows, err := execute(ctx, req)
 	if err != nil {
 		h.writeError(err)
+		h.settleStatement(guard, sql, h.lastErr)
 		h.endEmptyTx()
 		h.syncTx()
 		return written(), nil
@@ -199,6 +205,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 	h.failed = false
 	res, err := h.answer(ctx, rows, binary)
 	rows.Close()
+	h.settleStatement(guard, sql, h.lastErr)
 	h.endEmptyTx()
 	if err == nil && !h.failed && h.pinned != nil && isSetStatement(sql) {
 		if err := h.followEngineSet(sql); err != nil {
@@ -326,6 +333,7 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 		return false, err
 	}
 	h.pinned, h.held = s, hold
+	h.stmtRollback, h.stmtSavepoints = h.rollsBackStatements(req), 0
 	if hold && !explicit && !implicit {
 		return false, nil // no transaction: the connection is kept for its lock or variables
 	}
@@ -467,6 +475,7 @@ func (h *session) unpin() {
 	if h.pinned != nil {
 		_ = h.pinned.Close()
 		h.pinned, h.held = nil, false
+		h.stmtRollback, h.stmtSavepoints = false, 0
 		h.charsetOnEngine = false // the engine's character sets went with its connection
 		h.onEngine = nil
 	}
@@ -688,7 +697,7 @@ func (h *session) writeError(err error) {
 }
 
 func (h *session) writeErrorPacket(me *mysql.MyError) error {
-	h.failed = true
+	h.failed, h.lastErr = true, me.Code
 	data := make([]byte, 4, 16+len(me.Message))
 	data = append(data, mysql.ERR_HEADER, byte(me.Code), byte(me.Code>>8), '#')
 	state := me.State

@@ -152,6 +152,7 @@ func (h *session) engineValue(sql string, col int) (v string, ok bool) {
 	execute := h.s.backend.Execute
 	if h.pinned != nil {
 		execute = h.pinned.Execute
+		defer h.settleStatement(h.guardStatement(h.ctx, sql), sql, 0) // a refusal leaves the transaction as it was
 	}
 	rows, err := execute(h.ctx, h.request(sql, nil))
 	if err != nil {

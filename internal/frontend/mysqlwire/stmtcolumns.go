@@ -60,6 +60,9 @@ func (h *session) preparedColumns(sql string) ([][]byte, error) {
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
+	if h.pinned != nil { // a statement PostgreSQL cannot parse leaves the transaction as it was
+		defer h.settleStatement(h.guardStatement(ctx, sql), sql, 0)
+	}
 	var cols [][]byte
 	refused := false // by a MySQL-protocol engine's prepare
 	err := on.DescribeOn(ctx, h.request(sql, nil), func(ctx context.Context, e any, q *query.Request) error {
