@@ -188,6 +188,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 			return res, err
 		}
 	}
+	notes := h.ddlNotes(ctx, sql) // ddlnotes.go
 	execute := h.s.backend.Execute
 	var guard stmtGuard
 	if h.pinned != nil {
@@ -206,6 +207,9 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 	res, err := h.answer(ctx, rows, binary)
 	rows.Close()
 	h.settleStatement(guard, sql, h.lastErr)
+	if notes != nil && err == nil && !h.failed && res != nil {
+		h.diag, res.Warnings = notes, uint16(len(notes))
+	}
 	h.endEmptyTx()
 	if err == nil && !h.failed && h.pinned != nil && isSetStatement(sql) {
 		if err := h.followEngineSet(sql); err != nil {
