@@ -64,6 +64,7 @@ type session struct {
 	stmtRollback   bool           // the pinned engine aborts a transaction on error: statements run after a savepoint (stmtrollback.go)
 	stmtSavepoints int            // the proxy's savepoints open in the pinned transaction (stmtrollback.go)
 	lastErr        uint16         // the error number of the last error packet written
+	engineNoted    bool           // the engine gave the running statement warnings of its own
 	isolation      string         // SET SESSION TRANSACTION ISOLATION LEVEL's level, "" for the engine's default
 	timeZone       string         // SET time_zone's value as MariaDB reads it back, "" for the default
 
@@ -152,7 +153,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		args = bin.args
 	}
 	binary := bin != nil
-	h.warnings, h.lastErr = 0, 0
+	h.warnings, h.lastErr, h.engineNoted = 0, 0, false
 	h.forgetDiagnostics(sql)
 	if mysqlengine.LoadsLocalFile(sql) && !h.routesToMySQL() {
 		h.writeError(errLocalInfileOff)
@@ -207,7 +208,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 	res, err := h.answer(ctx, rows, binary)
 	rows.Close()
 	h.settleStatement(guard, sql, h.lastErr)
-	if notes != nil && err == nil && !h.failed && res != nil {
+	if notes != nil && err == nil && !h.failed && res != nil && res.Warnings == 0 && !h.engineNoted { // the engine's own notes stand (duckengine's DROP TABLE)
 		h.diag, res.Warnings = notes, uint16(len(notes))
 	}
 	h.endEmptyTx()

@@ -211,3 +211,4 @@ select id, v from sr order by id;
 		t.Errorf("mariadb CLI through the proxy on PostgreSQL:\n%s\nMariaDB:\n%s", got, want)
 	}
 }
+

@@ -21,7 +21,7 @@ type diagnostic = mysqlengine.Warning
 // unless it uses tables (usesTables), as MySQL clears them only then.
 func (h *session) noteWarnings(ws []diagnostic) {
 	if len(ws) > 0 {
-		h.diag = ws
+		h.diag, h.engineNoted = ws, true
 	}
 }
 
