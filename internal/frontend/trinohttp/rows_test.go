@@ -6,9 +6,6 @@ import (
 	"testing"
 
 	"github.com/trinodb/trino-go-client/trino"
-
-	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
-	"github.com/queryflux/queryflux/internal/query"
 )
 
 // Trino's row(...) on the embedded DuckDB (go-duckdb cannot read DuckDB's struct of unnamed
@@ -18,16 +15,7 @@ import (
 // field1), its value the JSON array of its fields; a cast to a row type names them; rows still
 // compare field by field.
 func TestRowsOnDuckDBAndMariaDB(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		backend func(t *testing.T) (query.Backend, string, string)
-	}{
-		{"duckdb", func(t *testing.T) (query.Backend, string, string) { return duckBackend(t), "", "" }},
-		{"mariadb", func(t *testing.T) (query.Backend, string, string) {
-			eng, _, dbName := frontendtest.MariaDB(t)
-			return frontendtest.NewBackend(eng), "maria", dbName
-		}},
-	} {
+	for _, c := range enginesNamed("duckdb", "mariadb") {
 		t.Run(c.name, func(t *testing.T) {
 			backend, catalog, schema := c.backend(t)
 			ts := startServer(t, backend, Options{})
