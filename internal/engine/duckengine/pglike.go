@@ -2,6 +2,7 @@ package duckengine
 
 import (
 	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/query"
@@ -11,16 +12,21 @@ import (
 // pgLikeEscapes gives a PostgreSQL client's LIKE and ILIKE (and their operators ~~, ~~*, !~~,
 // !~~*) PostgreSQL's default escape: a backslash, so `'a_b' LIKE 'a\_b'` and `LIKE 'x\%'` match
 // a literal _ and %. DuckDB's LIKE has no escape unless one is written: the pattern of every
-// LIKE without an ESCAPE clause is followed by ESCAPE '\'. A written ESCAPE (ESCAPE ” too:
+// LIKE without an ESCAPE clause is followed by ESCAPE '\'. A written ESCAPE (an empty one too:
 // none, in both) is kept. q is returned as it is when it holds no LIKE.
 func pgLikeEscapes(q *query.Request) *query.Request {
 	if q.Protocol != query.ProtocolPostgres || !containsFold(q.SQL, "like") && !strings.Contains(q.SQL, "~~") {
 		return q
 	}
 	toks := pgTokens(q)
-	var b strings.Builder
-	written := 0 // the bytes of q.SQL already in b
-	changed := false
+	// The edits, in the order of their places: an ESCAPE inserted after a pattern, an operator
+	// written as its words. A LIKE inside another's pattern (in a subquery) is found after it
+	// but edits before its ESCAPE.
+	type edit struct {
+		at, end int // q.SQL[at:end] replaced by text
+		text    string
+	}
+	var edits []edit
 	for i, t := range toks {
 		op, isOp := likeOperators[t.Text]
 		if !t.IsWord("like", "ilike") && !(t.Kind == sqltok.Operator && isOp) {
@@ -29,23 +35,26 @@ func pgLikeEscapes(q *query.Request) *query.Request {
 		if !afterOperand(toks, i) {
 			continue // CREATE TABLE t (LIKE u ...): no expression's LIKE
 		}
-		end, escaped := likePatternEnd(toks, i+1)
-		if escaped || end < 0 {
+		last, escaped := likePatternEnd(toks, i+1)
+		if escaped || last < 0 {
 			continue
 		}
 		if isOp {
-			b.WriteString(q.SQL[written:t.Pos])
-			b.WriteString(" " + op + " ")
-			written = t.Pos + len(t.Text)
+			edits = append(edits, edit{t.Pos, t.Pos + len(t.Text), " " + op + " "})
 		}
-		at := toks[end].Pos + len(toks[end].Text)
-		b.WriteString(q.SQL[written:at])
-		b.WriteString(` ESCAPE '\'`)
-		written = at
-		changed = true
+		at := toks[last].Pos + len(toks[last].Text)
+		edits = append(edits, edit{at, at, ` ESCAPE '\'`})
 	}
-	if !changed {
+	if len(edits) == 0 {
 		return q
+	}
+	slices.SortStableFunc(edits, func(a, b edit) int { return a.at - b.at })
+	var b strings.Builder
+	written := 0 // the bytes of q.SQL already in b
+	for _, e := range edits {
+		b.WriteString(q.SQL[written:e.at])
+		b.WriteString(e.text)
+		written = e.end
 	}
 	b.WriteString(q.SQL[written:])
 	c := *q

@@ -14,6 +14,7 @@ func TestPgLikeEscapes(t *testing.T) {
 		{`select s like p.x::character varying(3) m, s~~'a' from t p`, `select s like p.x::character varying(3) ESCAPE '\' m, s LIKE 'a' ESCAPE '\' from t p`},
 		{`select (s like lower('A') collate "C") = true`, `select (s like lower('A') collate "C" ESCAPE '\') = true`},
 		{`select s !~~* case when a then 'x' else 'y' end, s like ('a')`, `select s  NOT ILIKE  case when a then 'x' else 'y' end ESCAPE '\', s like ('a') ESCAPE '\'`},
+		{`select 1 where s like (select p from u where q like 'b\%' limit 1) and r ~~ 'c'`, `select 1 where s like (select p from u where q like 'b\%' ESCAPE '\' limit 1) ESCAPE '\' and r  LIKE  'c' ESCAPE '\'`},
 		{`select s like 'a' /* c */ from t`, `select s like 'a' ESCAPE '\' /* c */ from t`},
 		{`select s like 'a!_' escape '!', s like 'b' escape ''`, ``},
 		{`create table t2 (like t1 including all)`, ``},

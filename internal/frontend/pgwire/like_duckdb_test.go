@@ -45,6 +45,7 @@ func TestLikeBackslashEscapeAsPostgreSQL(t *testing.T) {
 		oracleStep{`select t.id, p.p from lk_t t join lk_p p on t.s like p.p order by 1, 2`, nil},
 		oracleStep{`select id from lk_t where s like lower('A\_B') collate "C" order by id`, nil},
 		oracleStep{`select count(*) filter (where s like '%\_%') from lk_t`, nil},
+		oracleStep{`select id from lk_t where s like (select p from lk_p where p like 'a\_%' limit 1) order by id`, nil},
 	)
 	state := func(c *pgx.Conn) string { return tablesText(c, "select id, s from lk_t order by id") }
 	sameSteps(t, pg, duck, state,
