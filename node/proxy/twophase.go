@@ -19,14 +19,15 @@ import (
 // statement that merely holds the word (a string, a name) is not one.
 
 // twoPhaseWords are what text must hold (in any case) for a reading of it to find a two-phase
-// statement; "u&" may spell either.
+// statement; "u&" may spell either. sharedNeedsOf finds them (needTwoPhase) in the one scan the
+// shared engine user's checks make of a statement (statement.go's checkSharedEngineUserAs, which
+// runs this check among those), and a text holding none of them, nor any other check's words,
+// is remembered as plain: a client's next statement of its kind is not scanned again.
 var twoPhaseWords = []string{"xa", "prepare", "u&"}
 
-// checkTwoPhase refuses req when any of its statements is a two-phase commit statement.
+// checkTwoPhase refuses req when any of its statements is a two-phase commit statement. Run it
+// on text that may hold one (needTwoPhase).
 func checkTwoPhase(req *query.Request) error {
-	if !mayTwoPhase(req.SQL) {
-		return nil
-	}
 	a := req.Analysis()
 	s := &killerScan{statement: sqltok.TwoPhase, deeper: twoPhaseWords}
 	for _, r := range engineReadings {
@@ -40,10 +41,4 @@ func checkTwoPhase(req *query.Request) error {
 		}
 	}
 	return nil
-}
-
-// mayTwoPhase is false for text that holds none of twoPhaseWords, no backslash escape that may
-// stand for a letter and no hex literal (sharedNeedsOf reports those as every check's need).
-func mayTwoPhase(sql string) bool {
-	return containedIn(sql, twoPhaseWords) != "" || sharedNeedsOf(sql) == needAll
 }
