@@ -32,7 +32,7 @@ var sharedWords = []struct {
 	{"u&", needAll},
 	{"pg_stat_", needSessions}, {"processlist", needSessions}, {"performance_schema", needSessions},
 	{"innodb", needSessions}, {"information_schema", needSessions}, // whose table names MariaDB folds
-	{"sys", needSessions}, {"explain", needSessions}, {"analyze", needSessions}, {"runtime", needSessions},
+	{"pg_prepared_xact", needSessions}, {"sys", needSessions}, {"explain", needSessions}, {"analyze", needSessions}, {"runtime", needSessions},
 	{"pg_read", needFiles}, {"pg_ls_", needFiles}, {"pg_stat_file", needFiles}, {"pg_file_", needFiles},
 	{"pg_logdir", needFiles}, {"program", needFiles}, {"lo_import", needFiles}, {"lo_export", needFiles},
 	{"load_file", needFiles}, {"outfile", needFiles}, {"dumpfile", needFiles}, {"infile", needFiles},

@@ -37,7 +37,7 @@ func wordScans(s string) sharedNeeds {
 	if holds("kill", "_backend") {
 		needs |= needKillers
 	}
-	if holds("pg_stat_", "processlist", "performance_schema", "innodb", "information_schema", "sys", "explain", "analyze", "runtime") {
+	if holds("pg_stat_", "processlist", "performance_schema", "innodb", "information_schema", "sys", "explain", "analyze", "runtime", "pg_prepared_xact") {
 		needs |= needSessions
 	}
 	if holds("pg_read", "pg_ls_", "pg_stat_file", "pg_file_", "pg_logdir", "program", "lo_import", "lo_export", "load_file",
