@@ -36,18 +36,18 @@ import (
 // IMMEDIATE of anything but one literal, in every group). So do quoted names and comments.
 
 // twoPhaseWords are what text must hold (in any case) for a reading of it to find a two-phase
-// statement; "u&" may spell either.
+// statement; "u&" may spell either. sharedNeedsOf finds them (needTwoPhase) in the one scan the
+// shared engine user's checks make of a statement (statement.go's checkSharedEngineUserAs, which
+// runs this check among those), and a text holding none of them, nor any other check's words,
+// is remembered as plain: a client's next statement of its kind is not scanned again.
 var twoPhaseWords = []string{"xa", "prepare", "u&"}
 
 // xaVerbs are the words after XA that make an XA statement.
 var xaVerbs = []string{"start", "begin", "end", "prepare", "commit", "rollback", "recover"}
 
 // checkTwoPhase refuses req when any of its statements is a two-phase commit statement, or
-// would have the engine run one.
+// would have the engine run one. Run it on text that may hold one (needTwoPhase).
 func checkTwoPhase(req *query.Request) error {
-	if !mayTwoPhase(req.SQL) {
-		return nil
-	}
 	a := req.Analysis()
 	s := &twoPhaseScan{}
 	for _, r := range engineReadings {
@@ -65,9 +65,7 @@ func checkTwoPhase(req *query.Request) error {
 
 // mayTwoPhase is false for text that holds none of twoPhaseWords, no backslash escape that may
 // stand for a letter and no hex literal (sharedNeedsOf reports those as every check's need).
-func mayTwoPhase(sql string) bool {
-	return containedIn(sql, twoPhaseWords) != "" || sharedNeedsOf(sql) == needAll
-}
+func mayTwoPhase(sql string) bool { return sharedNeedsOf(sql)&needTwoPhase != 0 }
 
 // twoPhaseScan is one request's check: how much text it has read.
 type twoPhaseScan struct{ reads int }

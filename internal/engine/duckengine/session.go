@@ -227,7 +227,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if err != nil {
 		s.e.noteFatal(err)
 		s.fail()
-		return nil, explain(err)
+		return nil, explain(s.e.checkViolation(outer, client, err)) // pgcheckerror.go
 	}
 	rows = &watchedRows{Rows: rows, onErr: func(err error) { s.e.noteFatal(err); s.fail() }}
 	if ai != nil {
