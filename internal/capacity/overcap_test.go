@@ -114,11 +114,8 @@ func TestOverCapLogNamesTheHolders(t *testing.T) {
 // and caps the cluster at 3, cp-a caps it at 2. cp-b's grant of a third lease is over cp-a's cap:
 // cp-a counts it although it does not sweep, and cp-b, under whose cap it is, does not.
 func TestReplicaWithoutTheSweepLockAudits(t *testing.T) {
-	s := sim.New(sim.Opts{Seed: 1})
-	n := s.AddNode("cp", nil)
-	var failures []string
-	s.Spawn(n, "test", func() {
-		ctx, e := context.Background(), n.Env()
+	inSim(t, func(ctx context.Context, n *sim.Node, fail func(string, ...any)) {
+		e := n.Env()
 		m := NewMemory()
 		sweeper := func(owner string, limit int) (*Sweeper, *Metrics) {
 			metrics := NewMetrics(nil)
@@ -146,18 +143,12 @@ func TestReplicaWithoutTheSweepLockAudits(t *testing.T) {
 		}
 		rounds()
 		if got := testutil.ToFloat64(am.OverCap.WithLabelValues("c")); got != 1 {
-			failures = append(failures, fmt.Sprintf("cp-a (cap 2, no sweep lock) counted %v over its cap with 3 held, want 1", got))
+			fail("cp-a (cap 2, no sweep lock) counted %v over its cap with 3 held, want 1", got)
 		}
 		if got := testutil.ToFloat64(bm.OverCap.WithLabelValues("c")); got != 0 {
-			failures = append(failures, fmt.Sprintf("cp-b (cap 3) counted %v over its cap with 3 held, want 0", got))
+			fail("cp-b (cap 3) counted %v over its cap with 3 held, want 0", got)
 		}
 	})
-	if err := s.Run(time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range failures {
-		t.Error(f)
-	}
 }
 
 // TestAuditFollowsTheCapOfAnEmptyCluster: a cap raised while the cluster holds no lease is
