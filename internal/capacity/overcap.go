@@ -41,7 +41,7 @@ func (s *Sweeper) auditCaps(all []Lease) {
 	if s.audits == nil {
 		s.audits = map[string]*capAudit{}
 	}
-	clusters := slices.Concat(slices.Collect(maps.Keys(byCluster)), slices.Collect(maps.Keys(s.audits)))
+	clusters := slices.Concat(slices.Sorted(maps.Keys(byCluster)), slices.Sorted(maps.Keys(s.audits)))
 	slices.Sort(clusters)
 	for _, c := range slices.Compact(clusters) {
 		limit, _, ok := s.Limits(c)
