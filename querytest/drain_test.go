@@ -80,6 +80,23 @@ func TestSigtermLetsAnOpenTransactionCommit(t *testing.T) {
 	}
 }
 
+// mariaStandalone is a standalone daemon's configuration: its admin API on admin, the MySQL
+// wire on my, one MariaDB cluster (database dbName, at most 4 queries) for every query.
+func mariaStandalone(admin, my, dbName string) string {
+	return fmt.Sprintf(`queryflux:
+  role: standalone
+  adminApi: {listen: "%s", token: "%s"}
+  frontends:
+    mysql: {enabled: true, listen: "%s"}
+clusters:
+  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: "%s", credentials: {user: root}, maxRunningQueries: 4}
+clusterGroups:
+  - {name: g, members: [maria]}
+routingFallback: g
+settings: {security: {trustLoopback: true}}
+`, admin, adminToken, my, dbName)
+}
+
 func connect(ctx context.Context, t *testing.T, url string) *pgx.Conn {
 	t.Helper()
 	c, err := pgx.Connect(ctx, url)
@@ -103,18 +120,7 @@ func TestSigtermLetsAnOpenMySQLTransactionCommit(t *testing.T) {
 	engineDSN, dbName := mytest.NewDatabase(t)
 	addrs := daemontest.FreeAddrs(t, 2)
 	my, admin := addrs[0], addrs[1]
-	cfg := daemontest.WriteFile(t, "standalone.yaml", fmt.Sprintf(`queryflux:
-  role: standalone
-  adminApi: {listen: "%s", token: "%s"}
-  frontends:
-    mysql: {enabled: true, listen: "%s"}
-clusters:
-  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: "%s", credentials: {user: root}, maxRunningQueries: 4}
-clusterGroups:
-  - {name: g, members: [maria]}
-routingFallback: g
-settings: {security: {trustLoopback: true}}
-`, admin, adminToken, my, dbName))
+	cfg := daemontest.WriteFile(t, "standalone.yaml", mariaStandalone(admin, my, dbName))
 	d := daemontest.StartWith(t, daemontest.Options{Graceful: true, CleanExit: true, ExitLimit: 30 * time.Second},
 		"daemon", "serve", "--config", cfg, "--drain-timeout", "20s")
 	d.WaitListening(t, 30*time.Second, my, admin)

@@ -34,18 +34,7 @@ func TestTwoPhaseCommitRefusedToRealClients(t *testing.T) {
   frontends:
     postgres: {enabled: true, listen: "%s"}
 `, pgAdmin, adminToken, pgAddr)+pgCluster(t, dbURL, 4)))
-	startDaemon(t, nil, []string{myAddr, myAdmin}, "--config", daemontest.WriteFile(t, "my.yaml", fmt.Sprintf(`queryflux:
-  role: standalone
-  adminApi: {listen: "%s", token: "%s"}
-  frontends:
-    mysql: {enabled: true, listen: "%s"}
-clusters:
-  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: "%s", credentials: {user: root}, maxRunningQueries: 4}
-clusterGroups:
-  - {name: g, members: [maria]}
-routingFallback: g
-settings: {security: {trustLoopback: true}}
-`, myAdmin, adminToken, myAddr, myDB)))
+	startDaemon(t, nil, []string{myAddr, myAdmin}, "--config", daemontest.WriteFile(t, "my.yaml", mariaStandalone(myAdmin, myAddr, myDB)))
 
 	t.Run("pgx", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -3,9 +3,11 @@ package httplite
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -208,4 +210,53 @@ func BenchmarkReadHead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A head of many fields, repeated and not (more names than parseFields tells apart without a
+// map), is read as http.ReadRequest reads it: every value of a repeated field, in order.
+func TestManyFieldsAreReadAsReadRequestReadsThem(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var b strings.Builder
+		b.WriteString("GET /v1/statement HTTP/1.1\r\nHost: h\r\n")
+		for i := range rapid.IntRange(0, 60).Draw(rt, "fields") {
+			n := rapid.IntRange(0, 29).Draw(rt, "name")
+			name := fmt.Sprintf("X-Field-%d", n)
+			if rapid.Bool().Draw(rt, "lower") {
+				name = strings.ToLower(name)
+			}
+			fmt.Fprintf(&b, "%s: v%d\r\n", name, i)
+		}
+		raw := b.String() + "\r\n"
+		fast, ok := parseHead(buffered(t, raw), 1<<20, &http.Request{})
+		if !ok {
+			rt.Fatalf("not read without http.ReadRequest: %q", raw)
+		}
+		sameRequest(rt, raw, fast)
+	})
+}
+
+// headEnd finds where bytes.Index finds the blank line, in any bytes (CRs and LFs most).
+func TestHeadEndIsIndexOfTheBlankLine(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		buf := rapid.SliceOfN(rapid.SampledFrom([]byte("\r\n\r\nab :")), 0, 40).Draw(rt, "buf")
+		if got, want := headEnd(buf), bytes.Index(buf, []byte("\r\n\r\n")); got != want {
+			rt.Fatalf("headEnd(%q) = %d, want %d", buf, got, want)
+		}
+	})
+}
+
+// contentLength takes what strconv.ParseInt takes of digits alone, up to int64's bound.
+func TestContentLengthIsParseIntOfDigits(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := rapid.OneOf(
+			rapid.StringMatching(`[0-9]{0,20}`),
+			rapid.StringMatching(`[0-9+\- a/:]{0,4}`),
+			rapid.SampledFrom([]string{"9223372036854775807", "9223372036854775808", "9223372036854775810", "09223372036854775807", "18446744073709551616"}),
+		).Draw(rt, "s")
+		n, err := strconv.ParseInt(s, 10, 64)
+		want := err == nil && strings.Trim(s, "0123456789") == ""
+		if got, ok := contentLength(s); ok != want || (ok && got != n) {
+			rt.Fatalf("contentLength(%q) = %d, %v; want %d, %v", s, got, ok, n, want)
+		}
+	})
 }

@@ -60,6 +60,9 @@ type stream struct {
 	// inflight is the ring's send of buf[w:...] in flight (blocked meanwhile): the memory
 	// the kernel reads, kept referenced until its completion.
 	inflight []byte
+	// quiet: the send in flight is quiet (Loop.send). short: a quiet send of the stream found
+	// its peer's socket short of room; its sends are loud until one completes whole.
+	quiet, short bool
 }
 
 func newPair(p Pair, bufs *buffers, bufBytes int) *pair {

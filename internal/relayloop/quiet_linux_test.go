@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 )
 
@@ -87,4 +88,48 @@ func TestRelayedExchangesArriveWholeWhateverTheirSizes(t *testing.T) {
 			rt.Fatalf("the pair stopped with %v, want %v", res.Err, ErrClosed)
 		}
 	})
+}
+
+// A quiet send to a client that reads nothing (its socket full) never holds the loop's wait:
+// another pair of the loop is relayed at every step while the first one's answers pile up in
+// front of its client. (A quiet send that waited for room in the kernel left the turn's wait
+// one completion short of its count: the loop slept through the other pair's request.) Once
+// its client reads, the first pair's answers arrive whole and in order.
+func TestAQuietSendToAFullSocketHoldsNoOtherPair(t *testing.T) {
+	l := newLoop(t, 0)
+	relay := func(Direction, []byte) Verdict { return Relay }
+	smallSend := func(p *Pair) {
+		if err := unix.SetsockoptInt(p.A, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stuck := startPair(t, l, [2]Framer{nil, PGWatching('Z')}, relay, smallSend)
+	if err := stuck.client.SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	other := startPair(t, l, [2]Framer{nil, PGWatching('Z')}, relay)
+	q, z := pgMsg('Q', []byte("select 1\x00")), pgMsg('Z', []byte{'I'})
+	var sent []byte
+	for i := range 24 {
+		answer := append(pgMsg('D', bytes.Repeat([]byte{byte(i)}, 3000)), z...)
+		sent = append(sent, answer...)
+		if _, err := stuck.server.Write(answer); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.client.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, other.server, len(q)); !bytes.Equal(got, q) {
+			t.Fatalf("step %d: the other engine read %q, want %q", i, got, q)
+		}
+		if _, err := other.server.Write(z); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, other.client, len(z)); !bytes.Equal(got, z) {
+			t.Fatalf("step %d: the other client read %q, want %q", i, got, z)
+		}
+	}
+	if got := readN(t, stuck.client, len(sent)); !bytes.Equal(got, sent) {
+		t.Fatalf("the client that read late read %d bytes differing from the %d answered", len(got), len(sent))
+	}
 }

@@ -3,7 +3,6 @@
 package relayloop
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -134,18 +133,7 @@ type ringIO struct {
 	// that another send was.
 	quiet int
 	loud  bool
-	// noQuiet: the kernel refused a quiet wait (quietWait); the loop no longer tries one.
-	noQuiet bool
 }
-
-// quietMinWait bounds, in microseconds, how long a turn whose only news are quiet sends
-// waits for more than their completions (Loop.quietWait): past it, their completions alone
-// end the wait.
-const quietMinWait = 1000
-
-// quietTimeout bounds a quiet wait with no news at all, as a second bound: the loop turns and
-// waits as usual (nothing is lost but a turn).
-const quietTimeout = 50 * time.Millisecond
 
 // quietMax is the most bytes a quiet send carries: a message or a small answer, which a
 // socket's buffer takes at once.
@@ -256,16 +244,18 @@ func (l *Loop) cancel(kind, fd int) {
 }
 
 // send queues a send of st.buf[w:s] to fd; its completion goes on with the stream (sent).
-// A quiet one (pair.quietSend) is sent whole (MSG_WAITALL: the kernel sends what a short
-// send left itself) and counted in the turn's quiet sends.
+// A quiet one (pair.quietSend) never waits in the kernel (MSG_DONTWAIT: the ring completes it
+// at its submission, with what the socket took, or EAGAIN when it took nothing) and is counted
+// in the turn's quiet sends; what it left is sent by a loud send, which waits for room.
 func (l *Loop) send(st *stream, fd int, quiet bool) {
 	b := st.buf[st.w:st.s]
 	s := l.ring.sqe()
 	s.Opcode, s.FD = uring.OpSend, int32(fd)
 	s.Addr, s.Len = uint64(uintptrOf(b)), uint32(len(b))
 	s.OpFlags = unix.MSG_NOSIGNAL
-	if quiet && len(b) <= quietMax {
-		s.OpFlags |= unix.MSG_WAITALL
+	st.quiet = quiet && len(b) <= quietMax && !st.short
+	if st.quiet {
+		s.OpFlags |= unix.MSG_DONTWAIT
 		l.ring.quiet++
 	} else {
 		l.ring.loud = true
@@ -279,10 +269,16 @@ func (l *Loop) send(st *stream, fd int, quiet bool) {
 // (no unplug or end waits for it, nothing its source brought waits behind it), and what
 // the loop awaits next is the peer's answer to it, or other news. A turn whose only news
 // are quiet sends then submits them and awaits their completions and one more in the same
-// io_uring_enter (quietWait), where it took a look to submit them and a wait after.
+// io_uring_enter (quietWait), where it took a look to submit them and a wait after. Its
+// source's receive runs (armed, not being cancelled): more of what the source sends comes as
+// a completion that ends the wait, where a receive cancelled for want of room (its bytes left
+// in the socket until this send's completion lets the stream read again) would leave the wait
+// to nothing but the peer's answer, which awaits those bytes. A stream whose last quiet send
+// found its peer's socket short of room (stream.short) sends loud until a send of it
+// completes whole.
 func (p *pair) quietSend(d Direction) bool {
-	st := &p.st[d]
-	return !st.unplug && st.pending == nil && !p.rq[d].waiting()
+	st, q := &p.st[d], &p.rq[d]
+	return !st.unplug && st.pending == nil && !q.waiting() && q.armed && !q.cancelling
 }
 
 // runRing is the loop on the ring: look without blocking first (no hand-off of the thread
@@ -340,25 +336,29 @@ func (l *Loop) runRing() {
 // spin before it slept (a spin, where the machine has idle CPU, spares a wake-up).
 func (l *Loop) mayWaitQuiet() bool {
 	g := l.ring
-	return g.flagged && !g.noQuiet && g.quiet > 0 && !g.loud && g.r.Ready() == 0 && !g.r.TaskWork() && !l.spin.mightSpin()
+	return g.flagged && g.quiet > 0 && !g.loud && g.r.Ready() == 0 && !g.r.TaskWork() && !l.spin.mightSpin()
 }
 
 // quietWait submits the turn's requests and awaits, in the same io_uring_enter, the quiet
-// sends' completions and one more (the answer to what was sent, or other news): for up to
-// quietMinWait, after which what came ends it (its sends' completions at least, once they
-// are done), as a timeout of the loop's does.
+// sends' completions and one more (the answer to what was sent, or other news), bounded as
+// the loop's own wait is (waitMillis) and by nothing else. A quiet send never waits for room
+// (MSG_DONTWAIT), so its completion is posted as the enter submits it: the wait is for the one
+// more alone, whatever the peers do. No timer is armed for it (session 40's bound on the wait,
+// IORING_ENTER_EXT_ARG's min_wait, armed one at every wait that slept: with its cancel at the
+// wake-up, a timer programmed twice a statement, which cost a guest's daemon more CPU than the
+// enter it spared; RESULTS.md, session 41).
 func (l *Loop) quietWait() {
 	g := l.ring
-	timeout := quietTimeout
-	if ms := l.waitMillis(); ms >= 0 {
-		timeout = min(timeout, time.Duration(ms)*time.Millisecond)
-	}
 	l.quietWaits.Add(1)
-	if err := g.r.SubmitAndWaitMinTimeout(g.quiet+1, quietMinWait, timeout); errors.Is(err, unix.EINVAL) {
-		// A kernel that takes no min_wait (before 6.12) with nothing submitted: the turn's
-		// wait follows (nothing is ready), and the loop waits as it did before quiet sends.
-		g.noQuiet = true
-	} else if err != nil {
+	start := l.spin.begin() // a wait that never spins, whose length decides whether the next may
+	defer l.spin.end(start)
+	var err error
+	if ms := l.waitMillis(); ms >= 0 {
+		err = g.r.SubmitAndWaitTimeout(g.quiet+1, time.Duration(ms)*time.Millisecond)
+	} else {
+		err = g.r.SubmitAndWait(g.quiet + 1)
+	}
+	if err != nil {
 		panic(fmt.Sprintf("relayloop: %v", err))
 	}
 	if g.r.Ready() <= g.quiet {
@@ -427,9 +427,10 @@ func (l *Loop) complete(c uring.CQE) {
 			return
 		}
 		p, d := e.p, 1-e.side
+		eagain := c.Res == -int32(unix.EAGAIN) && p.st[d].quiet // a quiet send's socket had no room
 		l.sent(p, d, c.Res)
 		if !p.done {
-			if c.Res < 0 {
+			if c.Res < 0 && !eagain {
 				p.stop(l, Result{Err: fmt.Errorf("relayloop: write: %w", syscall.Errno(-c.Res)), Side: d})
 				return
 			}
@@ -480,6 +481,13 @@ func (l *Loop) sent(p *pair, d Direction, res int32) {
 	st := &p.st[d]
 	if res > 0 {
 		st.w += int(res)
+	}
+	// A quiet send the socket did not take whole leaves the rest to a loud one, which waits
+	// for room; a send that went whole lets the stream's next ones be quiet again.
+	if whole := int(res) == len(st.inflight); st.quiet && !whole {
+		st.short = true
+	} else if whole {
+		st.short = false
 	}
 	st.inflight = nil
 }

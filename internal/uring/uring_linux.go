@@ -418,12 +418,6 @@ func (r *Ring) SubmitAndWaitMin(want int, minWait uint32) error {
 	return r.waitExt(want, minWait, -1)
 }
 
-// SubmitAndWaitMinTimeout is SubmitAndWaitMin whose wait, once minWait has passed with no
-// completion, goes on for one until timeout (from the call) has passed: nil then too.
-func (r *Ring) SubmitAndWaitMinTimeout(want int, minWait uint32, timeout time.Duration) error {
-	return r.waitExt(want, minWait, max(timeout, 0))
-}
-
 // SubmitAndWaitTimeout is SubmitAndWait bounded by timeout (kernel 5.11+: IORING_ENTER_EXT_ARG's
 // timespec): it returns nil when the time passed without completions (ETIME).
 func (r *Ring) SubmitAndWaitTimeout(want int, timeout time.Duration) error {

@@ -29,6 +29,10 @@ const (
 	ownActivity = "(SELECT * FROM pg_catalog.pg_stat_activity WHERE pid = pg_catalog.pg_backend_pid())"
 	// ownProcesslist is information_schema.PROCESSLIST narrowed to the session that reads it.
 	ownProcesslist = "(SELECT * FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID())"
+	// ownPreparedXacts is pg_prepared_xacts as a client of the proxy has it: empty, since no
+	// client can prepare a transaction through the proxy (twophase.go), and the engine's
+	// (another's, made around the proxy) are not a client's to see: gids, owners, databases.
+	ownPreparedXacts = "(SELECT * FROM pg_catalog.pg_prepared_xacts WHERE false)"
 	// showProcesslist answers SHOW FULL PROCESSLIST (the columns MySQL and MariaDB share);
 	// showProcesslistShort SHOW PROCESSLIST, whose Info is cut at 100 characters.
 	showProcesslist      = "SELECT ID AS Id, USER AS User, HOST AS Host, DB AS db, COMMAND AS Command, TIME AS Time, STATE AS State, INFO AS Info FROM " + ownProcesslist + " AS p"
@@ -38,14 +42,16 @@ const (
 // sessionViewNames are looked for in text an engine may run and where readings disagree.
 var sessionViewNames = []string{"pg_stat_activity", "pg_stat_get_activity", "pg_stat_get_backend_activity",
 	"pg_stat_statements", "processlist", "innodb_trx", "performance_schema", "events_statements", "runtime.queries",
-	"information_schema"} // whose table names MariaDB folds: PROCESSL\u0130ST
+	"information_schema", // whose table names MariaDB folds: PROCESSL\u0130ST
+	"pg_prepared_xact"}   // the function and the view
 
 // refusedViews are names that show other sessions' statements and are refused wherever they
 // stand; performanceSchemaText the performance_schema tables that hold statement text.
 var (
-	refusedViews          = []string{"pg_stat_get_activity", "pg_stat_get_backend_activity", "pg_stat_statements"}
+	refusedViews          = []string{"pg_stat_get_activity", "pg_stat_get_backend_activity", "pg_stat_statements", "pg_prepared_xact"}
 	performanceSchemaText = []string{"threads", "events_statements_current", "events_statements_history",
-		"events_statements_history_long", "events_statements_summary_by_digest", "prepared_statements_instances"}
+		"events_statements_history_long", "events_statements_summary_by_digest", "prepared_statements_instances",
+		"events_transactions_current", "events_transactions_history", "events_transactions_history_long"} // the last three: XA xids
 	sysProcesslists = []string{"processlist", "x$processlist", "session", "x$session"}
 )
 
@@ -239,6 +245,11 @@ func narrowName(st []sqltok.Token, i int, name, qual, database string) (*edit, e
 			return nil, nil
 		}
 		return viewEdit(st, i, qual != "", ownActivity, "pg_stat_activity"), nil
+	case sameName(name, "pg_prepared_xacts") && (qual == "" || qual == "pg_catalog"):
+		if isOwnView(st, i, "where", "false", ")") {
+			return nil, nil
+		}
+		return viewEdit(st, i, qual != "", ownPreparedXacts, "pg_prepared_xacts"), nil
 	case sameName(name, "processlist") && (qual == "information_schema" || unqualifiedIn("information_schema")):
 		if isOwnView(st, i, "where", "id", "=", "connection_id", "(", ")", ")") {
 			return nil, nil

@@ -12,12 +12,13 @@ import "github.com/queryflux/queryflux/internal/sqltok"
 type sharedNeeds uint8
 
 const (
-	needKillers    sharedNeeds                                               = 1 << iota // checkSessionKillers: KILL, the functions that end sessions
-	needSessions                                                                         // hideOtherSessions: the views of the engine's sessions
-	needFiles                                                                            // checkServerFiles: the engine host's files and programs
-	needRunTimeSQL                                                                       // checkRunTimeSQL: SQL assembled at run time (its own scan, mayRunTimeSQL)
-	needEngineUser                                                                       // engineUserIn: what changes the engine user or every session's defaults
-	needAll        = needKillers | needSessions | needFiles | needEngineUser             // what sharedNeedsOf finds
+	needKillers    sharedNeeds                                                              = 1 << iota // checkSessionKillers: KILL, the functions that end sessions
+	needSessions                                                                                        // hideOtherSessions: the views of the engine's sessions
+	needFiles                                                                                           // checkServerFiles: the engine host's files and programs
+	needRunTimeSQL                                                                                      // checkRunTimeSQL: SQL assembled at run time (its own scan, mayRunTimeSQL)
+	needEngineUser                                                                                      // engineUserIn: what changes the engine user or every session's defaults
+	needTwoPhase                                                                                        // checkTwoPhase: XA, PREPARE TRANSACTION, COMMIT/ROLLBACK PREPARED (twophase.go)
+	needAll        = needKillers | needSessions | needFiles | needEngineUser | needTwoPhase             // what sharedNeedsOf finds
 )
 
 // sharedWords are the words the checks look for (lower-case ASCII, found in any ASCII case),
@@ -31,12 +32,13 @@ var sharedWords = []struct {
 	{"u&", needAll},
 	{"pg_stat_", needSessions}, {"processlist", needSessions}, {"performance_schema", needSessions},
 	{"innodb", needSessions}, {"information_schema", needSessions}, // whose table names MariaDB folds
-	{"sys", needSessions}, {"explain", needSessions}, {"analyze", needSessions}, {"runtime", needSessions},
+	{"pg_prepared_xact", needSessions}, {"sys", needSessions}, {"explain", needSessions}, {"analyze", needSessions}, {"runtime", needSessions},
 	{"pg_read", needFiles}, {"pg_ls_", needFiles}, {"pg_stat_file", needFiles}, {"pg_file_", needFiles},
 	{"pg_logdir", needFiles}, {"program", needFiles}, {"lo_import", needFiles}, {"lo_export", needFiles},
 	{"load_file", needFiles}, {"outfile", needFiles}, {"dumpfile", needFiles}, {"infile", needFiles},
 	{"alter", needEngineUser}, {"drop", needEngineUser}, {"rename", needEngineUser}, {"revoke", needEngineUser},
 	{"password", needEngineUser}, {"global", needEngineUser}, {"persist", needEngineUser}, {"shutdown", needEngineUser},
+	{"prepare", needTwoPhase}, // and "xa", whose x starts a hex string too (sharedNeedsOf's startX)
 }
 
 // scanWord is a word of sharedWords as the scan compares it: fold has 0x20 where the word has a
@@ -115,6 +117,9 @@ func sharedNeedsOf(sql string) sharedNeeds {
 		case k == startX:
 			if i+1 < len(sql) && sql[i+1] == '\'' && (i == 0 || sql[i-1] != '\'' && !sqltok.IsNameByte(sql[i-1])) {
 				return needAll
+			}
+			if i+1 < len(sql) && sql[i+1]|0x20 == 'a' {
+				needs |= needTwoPhase // "xa"
 			}
 		case k == startZero:
 			if i+1 < len(sql) && sql[i+1]|0x20 == 'x' && (i == 0 || !sqltok.IsNameByte(sql[i-1])) {

@@ -37,7 +37,7 @@ func wordScans(s string) sharedNeeds {
 	if holds("kill", "_backend") {
 		needs |= needKillers
 	}
-	if holds("pg_stat_", "processlist", "performance_schema", "innodb", "information_schema", "sys", "explain", "analyze", "runtime") {
+	if holds("pg_stat_", "processlist", "performance_schema", "innodb", "information_schema", "sys", "explain", "analyze", "runtime", "pg_prepared_xact") {
 		needs |= needSessions
 	}
 	if holds("pg_read", "pg_ls_", "pg_stat_file", "pg_file_", "pg_logdir", "program", "lo_import", "lo_export", "load_file",
@@ -46,6 +46,9 @@ func wordScans(s string) sharedNeeds {
 	}
 	if holds("alter", "drop", "rename", "revoke", "password", "global", "persist", "shutdown") {
 		needs |= needEngineUser
+	}
+	if holds(twoPhaseWords...) {
+		needs |= needTwoPhase
 	}
 	return needs
 }
@@ -57,7 +60,8 @@ func TestSharedNeedsOfIsTheWordScans(t *testing.T) {
 	for _, s := range []string{"", "select 1", "SELECT abalance FROM pgbench_accounts WHERE aid = 1;", "KILL 1",
 		"select * from PG_STAT_ACTIVITY", "select pg_stat_file('x')", "show processlist", "SYS.x", "Explain select 1",
 		"select lo_import('x')", "LOAD DATA INFILE", "into OutFile", `E'\x5f'`, `'\\'`, `'\n'`, "X'4b'", "'tax'", "a0x1",
-		"0x4b", "u&'a'", "\u212Aill", "pg\u017Ftat_", "_backend", "pg_read", "pg_ls_dir", "informatio", "runtim"} {
+		"0x4b", "u&'a'", "\u212Aill", "pg\u017Ftat_", "_backend", "pg_read", "pg_ls_dir", "informatio", "runtim",
+		"XA START 'g'", "xa", "tax", "Prepare transaction 'g'", "prepar"} {
 		if got, want := sharedNeedsOf(s), wordScans(s); got != want {
 			t.Errorf("sharedNeedsOf(%q) = %03b, the scans say %03b", s, got, want)
 		}
@@ -66,7 +70,7 @@ func TestSharedNeedsOfIsTheWordScans(t *testing.T) {
 	for _, w := range sharedWords {
 		pieces = append(pieces, w.word, strings.ToUpper(w.word), w.word[:len(w.word)-1])
 	}
-	pieces = append(pieces, "\u212A", "\u017F", "\u0130", "\x06", "\xcb", "select ", " ", "1234567", "'", "é", `\\`,
+	pieces = append(pieces, "xa", "XA", "xA", "\u212A", "\u017F", "\u0130", "\x06", "\xcb", "select ", " ", "1234567", "'", "é", `\\`,
 		`\`, "x", "X", "0", "n", "&", "_", "$")
 	rapid.Check(t, func(t *rapid.T) {
 		var b []byte

@@ -114,10 +114,7 @@ func slicesEqual(a, b []string) bool {
 // narrows the engine's views of its sessions to the client's own (activity.go), and refuses
 // what would reach the engine host's files and programs (serverfiles.go).
 func checkStatements(g *group, req *query.Request) error {
-	if err := checkTwoPhase(req); err != nil { // twophase.go
-		return err
-	}
-	if err := checkSharedEngineUserAs(req, g.engineUsers); err != nil {
+	if err := checkSharedEngineUserAs(req, g.engineUsers); err != nil { // two-phase commit's refusal too (twophase.go)
 		return err
 	}
 	if !g.readOnly && len(g.blocked) == 0 {
@@ -186,6 +183,11 @@ func checkSharedEngineUserAs(req *query.Request, users []string) error {
 
 // runSharedChecks runs the checks of needs on req, sent as one of users.
 func runSharedChecks(req *query.Request, needs sharedNeeds, users []string) error {
+	if needs&needTwoPhase != 0 {
+		if err := checkTwoPhase(req); err != nil { // twophase.go
+			return err
+		}
+	}
 	if needs&needKillers != 0 {
 		if err := sessionKillersIn(req); err != nil {
 			return err

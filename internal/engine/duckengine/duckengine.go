@@ -583,7 +583,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	}
 	if err != nil {
 		e.noteFatal(err)
-		return nil, explain(err)
+		return nil, explain(e.checkViolation(outer, client, err)) // pgcheckerror.go
 	}
 	rows = &watchedRows{Rows: rows, onErr: func(err error) { e.noteFatal(err) }}
 	if ai != nil {

@@ -308,17 +308,8 @@ func applyKeysTo(ctx context.Context, conn *sql.Conn, table string, inTx bool) e
 // REFERENCES t (cols)): its columns all set and no row of t has them. A clause not read so is
 // not broken.
 func keyBroken(ctx context.Context, conn *sql.Conn, table, clause string) (bool, error) {
-	toks := sqltok.SignificantTokens(clause, sqltok.Postgres)
-	at := slices.IndexFunc(toks, func(t sqltok.Token) bool { return t.IsWord("references") })
-	if at < 0 || at+1 >= len(toks) {
-		return false, nil
-	}
-	ref := at + 1
-	if ref+2 < len(toks) && toks[ref+1].Text == "." {
-		ref += 2
-	}
-	cols, refCols := keyColumnsAs(toks[:at], pgIdent), keyColumnsAs(toks[ref+1:], pgIdent)
-	if len(cols) == 0 || len(cols) != len(refCols) {
+	cols, refCols, ref, ok := keyClauseParts(clause)
+	if !ok {
 		return false, nil
 	}
 	var set, match []string
@@ -328,7 +319,7 @@ func keyBroken(ctx context.Context, conn *sql.Conn, table, clause string) (bool,
 	}
 	var n int
 	err := conn.QueryRowContext(ctx, "SELECT count(*) FROM "+quoteIdent(table)+" c WHERE "+strings.Join(set, " AND ")+
-		" AND NOT EXISTS (SELECT 1 FROM "+quoteIdent(pgIdent(toks[ref]))+" r WHERE "+strings.Join(match, " AND ")+")").Scan(&n)
+		" AND NOT EXISTS (SELECT 1 FROM "+quoteIdent(ref)+" r WHERE "+strings.Join(match, " AND ")+")").Scan(&n)
 	return n > 0, wrapErr(err)
 }
 

@@ -21,8 +21,8 @@ import (
 // statement's transaction when there is one) and the keys kept as deferred
 // (mysqlfkchecks.go), the table's own keys and the keys that reference it, and those of the
 // tables that reach it through keys. SET FOREIGN_KEY_CHECKS=1 adds them back, checking the
-// rows then: rows that still break a key fail that SET (MariaDB keeps them), the keys left
-// pending and the checks still off. As on MariaDB with the checks off, no ON DELETE action
+// rows then: a key that rows still break waits, pending, and holds the rows written after
+// (mysqlfkpending.go), as MariaDB's does. As on MariaDB with the checks off, no ON DELETE action
 // runs while the keys are out.
 
 // writesRows reports whether a MySQL client's statement writes a table's rows.
@@ -33,12 +33,7 @@ func writesRows(q *query.Request) bool {
 // releaseKeysFor takes out of DuckDB the foreign keys that involve a table the statement
 // sqlText names (the current schema's), noting them as deferred.
 func releaseKeysFor(ctx context.Context, conn *sql.Conn, sqlText string, inTx bool) error {
-	named := map[string]bool{}
-	for _, t := range sqltok.SignificantTokens(sqlText, sqltok.MySQL) {
-		if t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent {
-			named[strings.ToLower(identText(t))] = true
-		}
-	}
+	named := namedWords(sqlText)
 	rows, err := conn.QueryContext(ctx, `SELECT DISTINCT t.table_name FROM duckdb_constraints() k JOIN duckdb_tables() t ON t.table_oid = k.table_oid
 		WHERE k.constraint_type = 'FOREIGN KEY' AND k.database_name = current_database() AND k.schema_name = current_schema()
 		UNION SELECT DISTINCT r.table_name FROM duckdb_constraints() k JOIN duckdb_tables() r ON r.database_name = k.database_name

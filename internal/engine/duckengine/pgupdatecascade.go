@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -109,47 +110,29 @@ func (u *refUpdate) cascade(ctx context.Context, conn *sql.Conn, inTx bool, args
 	if err != nil || len(acts) == 0 {
 		return nil, first
 	}
-	keys := referencedColumns(acts)
-	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+updateRows) //nolint:errcheck // gone with a rollback
-	before := []step{u.chosen(keys)}
-	var tails []string // each action's UPDATE of its table's copy, after the copy's name
-	for i, a := range acts {
+	for _, a := range acts {
 		if strings.EqualFold(a.table, u.table) {
 			return nil, u.notPerformed(a, "")
 		}
-		mapName := fmt.Sprintf("temp.main.qf_update_map_%d", i)
-		defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+mapName) //nolint:errcheck // gone with a rollback
-		before = append(before, step{u.keyMap(a, keys, mapName), false})
-		var match, next []string
-		for j, c := range a.columns {
-			match = append(match, fmt.Sprintf("qf_map.o%d = qf_ref.%s", j, quoteIdent(c)))
-			next = append(next, fmt.Sprintf("%s = qf_map.n%d", quoteIdent(c), j))
-		}
-		set := strings.Join(next, ", ")
-		if a.action != 'c' {
-			if set, err = actionSet(ctx, conn, a); err != nil {
-				return nil, err
-			}
-		}
-		tails = append(tails, " AS qf_ref SET "+set+" FROM "+mapName+" AS qf_map WHERE "+strings.Join(match, " AND "))
+	}
+	tree, err := u.updateTree(ctx, conn, acts, []string{strings.ToLower(cmp.Or(u.schema, "main") + "." + u.table)}, "temp.main.qf_update_map")
+	if err != nil {
+		return nil, err
+	}
+	keys := referencedColumns(acts)
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+updateRows) //nolint:errcheck // gone with a rollback
+	for _, m := range mapNames(tree) {
+		defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+m) //nolint:errcheck // gone with a rollback
+	}
+	before := []step{u.chosen(keys)}
+	for _, n := range tree {
+		before = append(before, step{u.keyMap(n.a, keys, n.mapName), false})
 	}
 	rows, err := withReferencingAside(ctx, conn, inTx, u.schema, u.table, args, before, func(copyOf func(schema, table string) string) []step {
-		steps := make([]step, len(acts))
-		for i, a := range acts {
-			steps[i] = step{"UPDATE " + copyOf(a.schema, a.table) + tails[i], false}
-		}
-		return steps
+		return chainSteps(tree, copyOf)
 	}, true, func() (query.Rows, error) { return instead(u.updateChosen()) })
-	if err == errOrphans { // RESTRICT, NO ACTION: PostgreSQL's refusal
-		return nil, first
-	} else if err != nil && isForeignKeyViolation(err) {
-		for _, a := range acts {
-			// the rows changed here are referenced in turn by a key with an action (one level only)
-			if next, nerr := referencingActions(ctx, conn, a.schema, a.table, "on_update"); nerr == nil && len(next) > 0 {
-				return nil, u.notPerformed(a, "; the rows it reaches are referenced in turn")
-			}
-		}
-		return nil, first
+	if err == errOrphans || err != nil && isForeignKeyViolation(err) {
+		return nil, first // a key without an action references a changed row (at any level): PostgreSQL's refusal
 	}
 	return rows, err
 }
@@ -225,7 +208,7 @@ func (u *refUpdate) notPerformed(a refAction, why string) error {
 	what := map[byte]string{'c': "CASCADE", 'n': "SET NULL", 'd': "SET DEFAULT"}[a.action]
 	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(`update on table "%s" needs ON UPDATE %s of foreign key "%s" on table "%s", `+
 		"which DuckDB does not perform here%s: it performs it only outside a transaction, for an UPDATE of one table "+
-		"(no FROM, no RETURNING, plain SET columns), one level deep", u.table, what, a.name, a.table, why)}
+		"(no FROM, no RETURNING, plain SET columns)", u.table, what, a.name, a.table, why)}
 }
 
 // retryUpdate is retryDelete's for an UPDATE DuckDB refused (first): the declared ON UPDATE

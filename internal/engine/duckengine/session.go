@@ -68,6 +68,9 @@ type session struct {
 	trinoSchema string
 	// fkChecksOff: a MySQL client set FOREIGN_KEY_CHECKS=0 on the session (mysqlfkrelease.go).
 	fkChecksOff bool
+	// fkPending: keys wait with the checks on, held on the session's writes (mysqlfkpending.go);
+	// holdingKeys while a write runs so held.
+	fkPending, holdingKeys bool
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
@@ -85,6 +88,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 			s.fail()
 			return nil, err
 		}
+	}
+	if s.fkPending && !s.fkChecksOff && !s.holdingKeys && s.status != 'E' && writesRows(q) {
+		return s.holdPendingKeys(ctx, q) // mysqlfkpending.go
 	}
 	if call, ok, err := readAdvisory(q); ok {
 		return s.runAdvisory(ctx, call, q, err)
@@ -115,6 +121,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		rows, err := s.runOwn(ctx, client, own, err)
 		if namesForeignKeyChecks(client) {
 			s.fkChecksOff = foreignKeyChecksOff(ctx, s.conn)
+			s.fkPending = !s.fkChecksOff && anyPending(ctx, s.conn)
 		}
 		return rows, err
 	}
@@ -218,7 +225,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if err != nil {
 		s.e.noteFatal(err)
 		s.fail()
-		return nil, explain(err)
+		return nil, explain(s.e.checkViolation(outer, client, err)) // pgcheckerror.go
 	}
 	rows = &watchedRows{Rows: rows, onErr: func(err error) { s.e.noteFatal(err); s.fail() }}
 	if ai != nil {

@@ -2,10 +2,7 @@ package pgwire_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -14,24 +11,7 @@ import (
 
 // sendCancel sends a CancelRequest for pid with key to addr, as libpq does, and waits for the
 // server to close the connection (it has acted on the request by then).
-func sendCancel(t *testing.T, addr string, pid uint32, key []byte) {
-	t.Helper()
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	msg := binary.BigEndian.AppendUint32(nil, uint32(12+len(key)))
-	msg = binary.BigEndian.AppendUint32(msg, 80877102)
-	msg = binary.BigEndian.AppendUint32(msg, pid)
-	if _, err := nc.Write(append(msg, key...)); err != nil {
-		t.Fatal(err)
-	}
-	_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.Copy(io.Discard, nc); err != nil {
-		t.Fatalf("cancel request: the server did not close the connection: %v", err)
-	}
-}
+func sendCancel(t *testing.T, addr string, pid uint32, key []byte) { cancelAnswer(t, addr, pid, key) }
 
 // TestACancelRequestCancelsOnlyTheSessionItsKeyIs: each session gets its own process id and
 // secret key (unlike each other, unlike another session of the same user). While alice's

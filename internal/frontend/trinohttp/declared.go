@@ -27,7 +27,8 @@ import (
 // booleans (booleans.go); rows itself when there are none.
 func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.Rows, *arrow.Schema) {
 	pg, my, js, lit := false, false, false, false
-	for _, f := range schema.Fields() {
+	for i := range schema.NumFields() { // not Fields(): a copy of them per statement
+		f := schema.Field(i)
 		pg = pg || undeclaredPGTimestamp(f)
 		my = my || mysqlInteger(f)
 		js = js || pgJSONB(f)

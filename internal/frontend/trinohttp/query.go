@@ -523,21 +523,27 @@ func (s *Server) kill(q *runningQuery) {
 // POST (token 0) of a client that reads its rows with the whole result, if it has ended
 // and fits one page.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery, token int64, wait time.Duration, whole bool) {
+	if s.answer(w, r, q, token, wait, whole) {
+		s.forget(q)
+	}
+}
+
+// answer is respond but for forgetting q when its whole result was the answer: it reports
+// that instead, so that a caller can forget q once the answer went out (httplite.Finish), off
+// its client's wait.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, q *runningQuery, token int64, wait time.Duration, whole bool) (forget bool) {
 	c, err := s.client(r)
 	if err != nil {
 		forward.TellClock(w.Header(), err) // a peer whose proof was refused for its date retries by this clock
 		http.Error(w, err.Error(), http.StatusForbidden)
-		return
+		return false
 	}
 	body, status, final, scratch := s.page(r.Context(), q, token, wait, s.baseURL(r, c.tls), whole)
 	if status != http.StatusOK {
 		http.Error(w, string(body), status)
-		return
+		return false
 	}
-	switch {
-	case scratch != nil: // the whole result, in the POST: nothing can ask for it again
-		s.forget(q)
-	case final:
+	if scratch == nil && final {
 		s.forgetLater(q)
 	}
 	q.mu.Lock()
@@ -548,9 +554,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery
 	}
 	w.Header()["Content-Type"] = jsonType
 	w.Write(body)
-	if scratch != nil {
+	if scratch != nil { // the whole result, in the POST: nothing can ask for it again
 		putPageScratch(scratch, body)
+		return true
 	}
+	return false
 }
 
 // lastPageKeptMax is how long a query that has told its client everything stays held, for a

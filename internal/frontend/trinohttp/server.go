@@ -496,8 +496,11 @@ func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runnin
 	q.onEnd = func() {
 		settled, answered = true, true
 		if httplite.Settle(w) {
-			s.respond(w, r, q, 0, 0, true)
+			forget := s.answer(w, r, q, 0, 0, true)
 			httplite.Finish(w)
+			if forget { // once the answer went out
+				s.forget(q)
+			}
 		}
 	}
 	run()

@@ -2,6 +2,7 @@ package trinohttp
 
 import (
 	"slices"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cespare/xxhash/v2"
@@ -49,20 +50,32 @@ func writtenPlain(schema *arrow.Schema, conv *structured.Converter) bool {
 // and the cache does not fill with shapes of schemas no query hands over again.
 type shapes struct {
 	*boundedcache.Cache[uint64, *shape] // by shapeKey
+	// last is the shape of's last caller was given: a statement run again and again is handed
+	// the same schema (pgengine keeps it per statement), which then is not hashed again (850
+	// instructions of a SELECT 1).
+	last *atomic.Pointer[shape]
 }
 
 // shapesMax bounds the shapes kept; past it the cache starts again empty.
 const shapesMax = 512
 
-func newShapes() shapes { return shapes{boundedcache.New[uint64, *shape](shapesMax)} }
+func newShapes() shapes {
+	return shapes{boundedcache.New[uint64, *shape](shapesMax), new(atomic.Pointer[shape])}
+}
 
 func (c shapes) of(schema *arrow.Schema) *shape {
-	key := shapeKey(schema)
-	if s, ok := c.Get(key); ok && (s.schema == schema || sameFields(s.schema, schema)) {
+	if s := c.last.Load(); s != nil && s.schema == schema { // an arrow.Schema never changes
 		return s
 	}
-	s := newShape(schema)
-	c.Put(key, s) // replaces a colliding shape: a rebuild when both come back, never a wrong shape
+	key := shapeKey(schema)
+	s, ok := c.Get(key)
+	if !ok || (s.schema != schema && !sameFields(s.schema, schema)) {
+		s = newShape(schema)
+		c.Put(key, s) // replaces a colliding shape: a rebuild when both come back, never a wrong shape
+	}
+	if s.schema == schema {
+		c.last.Store(s)
+	}
 	return s
 }
 

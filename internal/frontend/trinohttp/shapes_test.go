@@ -1,12 +1,14 @@
 package trinohttp
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"pgregory.net/rapid"
 )
 
 // duckSchema is the schema DuckDB hands over for sql, a new one per query.
@@ -68,4 +70,28 @@ func BenchmarkShapeOfANewSchema(b *testing.B) {
 	for b.Loop() {
 		c.of(arrow.NewSchema(fields, nil))
 	}
+}
+
+// Schemas handed over again and again, as pgengine hands each statement's (the same pointer
+// each run), in any order with new ones between: each gets the shape built from it.
+func TestAShapeIsItsSchemasWhateverCameBefore(t *testing.T) {
+	pool := []*arrow.Schema{
+		arrow.NewSchema([]arrow.Field{{Name: "_col0", Type: arrow.PrimitiveTypes.Int32}}, nil),
+		arrow.NewSchema([]arrow.Field{{Name: "_col0", Type: arrow.PrimitiveTypes.Int64}}, nil),
+		arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.BinaryTypes.String, Nullable: true}}, nil),
+		arrow.NewSchema([]arrow.Field{{Name: "d", Type: &arrow.Decimal128Type{Precision: 10, Scale: 2}}}, nil),
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		c := newShapes()
+		for range rapid.IntRange(1, 20).Draw(rt, "calls") {
+			schema := pool[rapid.IntRange(0, len(pool)-1).Draw(rt, "schema")]
+			if rapid.Bool().Draw(rt, "new") { // an equal schema of another allocation, as DuckDB's
+				schema = arrow.NewSchema(schema.Fields(), nil)
+			}
+			got, want := c.of(schema), newShape(schema)
+			if !bytes.Equal(got.columnsJSON, want.columnsJSON) {
+				rt.Fatalf("%v: columns %s, want %s", schema, got.columnsJSON, want.columnsJSON)
+			}
+		}
+	})
 }

@@ -1,0 +1,78 @@
+package httplite
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/http/httpguts"
+	"pgregory.net/rapid"
+)
+
+// writeFieldAsBefore is how an answer's field was written before its head was made in one
+// buffer: the reference appendField must write as.
+func writeFieldAsBefore(bw *bytes.Buffer, name, value string) {
+	if !httpguts.ValidHeaderFieldName(name) {
+		return
+	}
+	if strings.ContainsAny(value, "\r\n") {
+		value = strings.NewReplacer("\r", " ", "\n", " ").Replace(value)
+	}
+	bw.WriteString(name)
+	bw.WriteString(": ")
+	bw.WriteString(value)
+	bw.WriteString("\r\n")
+}
+
+// appendField writes a field as writeField wrote it: an invalid name left out, every CR and LF
+// of a value (wherever it is, alone or in pairs) a space.
+func TestAppendFieldWritesAsWriteFieldDid(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		name := rapid.SampledFrom([]string{"X-Trino-User", "Content-Type", "x_y", "Bad Name", "", "é", "X:Y", "A\r\nB"}).Draw(rt, "name")
+		parts := rapid.SliceOfN(rapid.SampledFrom([]string{"a", " ", "\r", "\n", "\r\n", "é", "\t", "X-Smuggled: 1"}), 0, 12).Draw(rt, "value")
+		value := strings.Join(parts, "")
+		prefix := rapid.SampledFrom([]string{"", "HTTP/1.1 200 OK\r\n"}).Draw(rt, "prefix")
+		var want bytes.Buffer
+		want.WriteString(prefix)
+		writeFieldAsBefore(&want, name, value)
+		if got := appendField([]byte(prefix), name, value); !bytes.Equal(got, want.Bytes()) {
+			rt.Fatalf("appendField(%q, %q) = %q, want %q", name, value, got, want.Bytes())
+		}
+		var bw bytes.Buffer
+		bw.WriteString(prefix)
+		writeField(&bw, name, value)
+		if !bytes.Equal(bw.Bytes(), want.Bytes()) {
+			rt.Fatalf("writeField(%q, %q) = %q, want %q", name, value, bw.Bytes(), want.Bytes())
+		}
+	})
+}
+
+// A head larger than the connection's write buffer (many fields, long values) goes out whole
+// and in order, and the connection serves its next request.
+func TestAHeadLargerThanTheWriteBuffer(t *testing.T) {
+	const fields = 300
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range fields {
+			w.Header().Add(fmt.Sprintf("X-F%03d", i), strings.Repeat(string(rune('a'+i%26)), 40))
+		}
+		_, _ = io.WriteString(w, "body")
+	}), Options{})
+	nc := dial(t, addr)
+	br := bufio.NewReader(nc)
+	for range 2 {
+		_, _ = io.WriteString(nc, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, body := read(t, br, "")
+		if body != "body" {
+			t.Fatalf("body %q", body)
+		}
+		for i := range fields {
+			if got, want := resp.Header.Get(fmt.Sprintf("X-F%03d", i)), strings.Repeat(string(rune('a'+i%26)), 40); got != want {
+				t.Fatalf("field %d: %q, want %q", i, got, want)
+			}
+		}
+	}
+}
