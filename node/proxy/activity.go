@@ -345,11 +345,14 @@ func isOwnView(st []sqltok.Token, i int, rest ...string) bool {
 // viewEdit replaces the name st[i] (and its schema, when qualified) with the narrowed view,
 // keeping the name as the alias where the statement gives none.
 func viewEdit(st []sqltok.Token, i int, qualified bool, view, alias string) *edit {
-	start := st[i].Pos
+	k := i
 	if qualified {
-		start = st[i-2].Pos
+		k = i - 2
 	}
-	text := view
+	start, text := st[k].Pos, view
+	if k > 0 && st[k-1].IsWord("table") && (k == 1 || st[k-2].Text == "(" || st[k-2].IsWord("union", "intersect", "except", "all", "distinct")) {
+		start, text = st[k-1].Pos, "SELECT * FROM "+view // TABLE name, which takes no subquery
+	}
 	if !aliasFollows(st, i+1) {
 		if st[i].Kind == sqltok.QuotedIdent || st[i].Text == alias {
 			alias = st[i].Text // the name as written: a qualified column may spell it so

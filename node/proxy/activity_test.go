@@ -24,6 +24,7 @@ func TestSessionViewsNarrowed(t *testing.T) {
 		{query.ProtocolPostgres, "", "create view v as select * from pg_stat_activity",
 			"create view v as select * from " + ownActivity + " AS pg_stat_activity"},
 		{query.ProtocolTrino, "", "select query from pg_stat_activity", "select query from " + ownActivity + " AS pg_stat_activity"},
+		{query.ProtocolPostgres, "", "table pg_stat_activity;", "SELECT * FROM " + ownActivity + " AS pg_stat_activity;"},
 		{query.ProtocolMySQL, "", "SHOW PROCESSLIST", showProcesslistShort},
 		{query.ProtocolMySQL, "", "show full processlist;", showProcesslist + ";"},
 		{query.ProtocolMySQL, "", "/* c */ SHOW FULL PROCESSLIST", "/* c */ " + showProcesslist},

@@ -19,6 +19,9 @@ func TestPreparedTransactionsHidden(t *testing.T) {
 			"select gid from " + ownPreparedXacts + " AS pg_prepared_xacts where database = current_database()"},
 		{`SELECT p.gid FROM "pg_catalog"."pg_prepared_xacts" p`, "SELECT p.gid FROM " + ownPreparedXacts + " p"}, // (see below)
 		{"select count(*) from PG_CATALOG.PG_PREPARED_XACTS", "select count(*) from " + ownPreparedXacts + " AS pg_prepared_xacts"},
+		{"TABLE pg_prepared_xacts", "SELECT * FROM " + ownPreparedXacts + " AS pg_prepared_xacts"},
+		{"select 1; table pg_catalog.pg_prepared_xacts limit 1", "select 1; SELECT * FROM " + ownPreparedXacts + " AS pg_prepared_xacts limit 1"},
+		{"select gid from t union all table pg_prepared_xacts", "select gid from t union all SELECT * FROM " + ownPreparedXacts + " AS pg_prepared_xacts"},
 		{"select * from app.pg_prepared_xacts", ""},
 		{"select 'pg_prepared_xacts'", ""},
 	}
