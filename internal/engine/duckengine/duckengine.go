@@ -61,7 +61,9 @@ type Engine struct {
 	deferrableMaybe atomic.Bool
 	// identityMaybe: a column GENERATED ... AS IDENTITY may exist (pgidentity.go)
 	identityMaybe atomic.Bool
-	reopen        reopener
+	// yearMaybe: a MySQL client's YEAR column may exist (mysqlyear.go)
+	yearMaybe atomic.Bool
+	reopen    reopener
 	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
 	advisory advisoryLocks
 	found    foundRows       // MySQL clients' FOUND_ROWS() (foundrows.go)
@@ -174,6 +176,7 @@ func (e *Engine) openDB() (*sql.DB, error) {
 	e.noteDeclaredActions(db)
 	e.noteDeclaredDeferrable(db)
 	e.noteDeclaredIdentity(db)
+	e.noteDeclaredYears(db)
 	return db, nil
 }
 
@@ -500,6 +503,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 	}
 	if handled {
 		e.noteActions(client)
+		e.noteYear(client) // mysqlyear.go
 	}
 	if err := e.found.count(ctx, client, e.Execute); err != nil {
 		return nil, err
@@ -520,6 +524,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		release(conn, true)
 		return nil, err
 	}
+	q = e.yearValues(ctx, conn, client, q) // mysqlyear.go
 	q, up := mysqlUpsert(ctx, conn, client, q)
 	q, ai := mysqlInsert(ctx, conn, client, q)
 	q, uc := mysqlUpdate(ctx, conn, client, q)

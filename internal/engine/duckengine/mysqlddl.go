@@ -281,6 +281,13 @@ func columnDefinition(d []sqltok.Token, binaryTable bool) (text string, ai, kept
 			}
 			out = append(out, sqltok.Token{Kind: sqltok.Word, Text: typ})
 			changed = true
+		case i == 1 && is(i, "year"):
+			// YEAR and YEAR(4) (mysqlyear.go): a USMALLINT, declared year(4) (mysqldeclared.go)
+			if i+3 < len(d) && d[i+1].Text == "(" && d[i+3].Text == ")" {
+				i += 3
+			}
+			out = append(out, sqltok.Token{Kind: sqltok.Word, Text: "USMALLINT"})
+			changed = true
 		case i == 1 && is(i, "tinytext", "mediumtext", "longtext", "tinyblob", "mediumblob", "longblob"):
 			// MySQL's sizes of TEXT and BLOB (Django's TextField is a longtext): DuckDB's have none.
 			typ := "VARCHAR"
@@ -441,6 +448,9 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 	if run, ok := mysqlDumpNoOp(q); ok {
 		return run, true
 	}
+	if run, ok := mysqlAlterCounter(q); ok { // mysqlaltercounter.go
+		return run, true
+	}
 	if run, ok := mysqlAlterTable(q); ok {
 		return run, true
 	}
@@ -461,6 +471,8 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 				return nil, err
 			} else if exists { // the table's declaration stays the one it was created with
 				then = slices.DeleteFunc(slices.Clone(after), isDeclaredColumnsStatement)
+			} else {
+				stmts = freshSequence(stmts)
 			}
 		}
 		stmts = append(stmts, then...)
@@ -478,6 +490,19 @@ func mysqlOwnStatement(q *query.Request) (ownRun, bool) {
 		}
 		return engine.TagRows("CREATE TABLE"), nil
 	}, true
+}
+
+// freshSequence is a CREATE TABLE IF NOT EXISTS's statements when the table does not exist:
+// its AUTO_INCREMENT sequence created anew, not the one a dropped table of the name left
+// (Sequelize's sync({force}) drops a table and creates it IF NOT EXISTS: its ids went on from
+// the dropped table's where MariaDB's start at 1, or at AUTO_INCREMENT=n).
+func freshSequence(stmts []string) []string {
+	rest, ok := strings.CutPrefix(stmts[0], "CREATE SEQUENCE IF NOT EXISTS ")
+	if !ok {
+		return stmts
+	}
+	name, _, _ := strings.Cut(rest, " ")
+	return append([]string{"DROP SEQUENCE IF EXISTS " + name, "CREATE SEQUENCE " + rest}, stmts[1:]...)
 }
 
 // mysqlTruncate is a MySQL client's TRUNCATE [TABLE] t, run as MySQL runs it: the table

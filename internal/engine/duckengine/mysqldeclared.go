@@ -22,14 +22,20 @@ import (
 // one there changes nothing PostgreSQL clients read.
 const tinyintOne = 1
 
+// yearFour is the typmod recorded with a YEAR column (mysqlyear.go), a USMALLINT to DuckDB.
+const yearFour = 4
+
 // mysqlDeclaredColumn is the declared catalog's row of a column definition (its name at d[0],
-// its type after it) when the type is CHAR(n), VARCHAR(n) or TINYINT(1).
+// its type after it) when the type is CHAR(n), VARCHAR(n), TINYINT(1) or YEAR.
 func mysqlDeclaredColumn(d []sqltok.Token) (declaredColumn, bool) {
 	if len(d) < 2 || d[0].Kind != sqltok.Word && d[0].Kind != sqltok.QuotedIdent {
 		return declaredColumn{}, false
 	}
 	if len(d) >= 5 && d[1].IsWord("tinyint") && d[2].Text == "(" && d[3].Text == "1" && d[4].Text == ")" && (len(d) == 5 || !d[5].IsWord("unsigned", "zerofill")) {
 		return declaredColumn{name: identText(d[0]), oid: 21, typmod: tinyintOne}, true
+	}
+	if d[1].IsWord("year") {
+		return declaredColumn{name: identText(d[0]), oid: 21, typmod: yearFour}, true
 	}
 	oid, typmod, _, ok := readPGType(d[1:])
 	if !ok || oid != 1043 && oid != 1042 || typmod <= 4 {

@@ -60,10 +60,10 @@ func mysqlRule(letter string) string {
 // are bits: INTEGER 32, MariaDB's int 10) and scale 0, a FLOAT's 12 and a DOUBLE's 22 without a
 // scale, a DECIMAL's own.
 const (
-	mysqlNumericPrecision = `CASE WHEN c.data_type IN ('TINYINT', 'UTINYINT', 'BOOLEAN') THEN 3 WHEN c.data_type IN ('SMALLINT', 'USMALLINT') THEN 5
+	mysqlNumericPrecision = `CASE WHEN ` + yearColumn + ` THEN NULL WHEN c.data_type IN ('TINYINT', 'UTINYINT', 'BOOLEAN') THEN 3 WHEN c.data_type IN ('SMALLINT', 'USMALLINT') THEN 5
 		WHEN c.data_type IN ('INTEGER', 'UINTEGER') THEN 10 WHEN c.data_type = 'BIGINT' THEN 19 WHEN c.data_type = 'UBIGINT' THEN 20
 		WHEN c.data_type = 'FLOAT' THEN 12 WHEN c.data_type = 'DOUBLE' THEN 22 ELSE c.numeric_precision END::BIGINT`
-	mysqlNumericScale = `CASE WHEN c.data_type IN ('TINYINT', 'UTINYINT', 'BOOLEAN', 'SMALLINT', 'USMALLINT', 'INTEGER', 'UINTEGER', 'BIGINT', 'UBIGINT') THEN 0
+	mysqlNumericScale = `CASE WHEN ` + yearColumn + ` THEN NULL WHEN c.data_type IN ('TINYINT', 'UTINYINT', 'BOOLEAN', 'SMALLINT', 'USMALLINT', 'INTEGER', 'UINTEGER', 'BIGINT', 'UBIGINT') THEN 0
 		WHEN c.data_type IN ('FLOAT', 'DOUBLE') THEN NULL ELSE c.numeric_scale END::BIGINT`
 )
 
@@ -74,7 +74,8 @@ var mysqlInfoSchemaSQL = []string{
 	`CREATE MACRO {c}.main.qf_mysql_column_type(t, type_oid, type_mod) AS CASE
 		WHEN type_oid = 1043 AND type_mod > 4 THEN 'varchar(' || (type_mod - 4) || ')'
 		WHEN type_oid = 1042 AND type_mod > 4 THEN 'char(' || (type_mod - 4) || ')'
-		WHEN type_oid = 21 AND type_mod = 1 AND t = 'TINYINT' THEN 'tinyint(1)' ELSE {c}.main.qf_mysql_type(t) END`,
+		WHEN type_oid = 21 AND type_mod = 1 AND t = 'TINYINT' THEN 'tinyint(1)'
+		WHEN type_oid = 21 AND type_mod = 4 AND t = 'USMALLINT' THEN 'year(4)' ELSE {c}.main.qf_mysql_type(t) END`,
 	// MySQL's information_schema.COLUMNS (mysqlcompat.go reads a MySQL client's
 	// information_schema.X as qf_mysql_X): a database is DuckDB's catalog, its tables those of
 	// the catalog's main schema; COLUMN_DEFAULT as MariaDB writes it (a string quoted, a number

@@ -64,11 +64,21 @@ const multipleKey = `(SELECT CASE WHEN bool_or(NOT i.is_unique OR len(qf_index_e
 	`(SELECT 'MUL' FROM duckdb_constraints() k WHERE k.table_oid = c.table_oid AND k.constraint_type = 'UNIQUE' ` +
 	`AND k.constraint_column_names[1] = c.column_name AND len(k.constraint_column_names) > 1 LIMIT 1)`
 
+// promotedKey is PRI for column c of a table without a primary key when c is in the table's
+// first unique key whose columns are all NOT NULL: InnoDB takes that key as the primary key,
+// and MariaDB's SHOW COLUMNS and COLUMN_KEY say PRI for its columns (a UNIQUE NOT NULL column
+// of such a table is PRI, not UNI); NULL otherwise.
+const promotedKey = `(SELECT 'PRI' FROM duckdb_constraints() u WHERE u.table_oid = c.table_oid AND u.constraint_type = 'UNIQUE' ` +
+	`AND list_contains(u.constraint_column_names, c.column_name) AND u.constraint_index = (SELECT min(f.constraint_index) ` +
+	`FROM duckdb_constraints() f WHERE f.table_oid = c.table_oid AND f.constraint_type = 'UNIQUE' AND NOT EXISTS (SELECT 1 ` +
+	`FROM duckdb_columns() n WHERE n.table_oid = f.table_oid AND n.is_nullable AND list_contains(f.constraint_column_names, n.column_name))) ` +
+	`AND NOT EXISTS (SELECT 1 FROM duckdb_constraints() p WHERE p.table_oid = c.table_oid AND p.constraint_type = 'PRIMARY KEY') LIMIT 1)`
+
 // columnKey is MariaDB's Key (COLUMN_KEY) of column c, the first that applies of: PRI for a
-// primary key's columns; UNI for the column of a one-column unique key or index; MUL for the
+// primary key's columns, or those of the unique key taken as one (promotedKey); UNI for the column of a one-column unique key or index; MUL for the
 // first column of an index, of a unique key of more columns, or of a foreign key (InnoDB
 // indexes every foreign key: its own index, or another that begins with its columns); else empty.
-const columnKey = `coalesce((SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END ` +
+const columnKey = `coalesce(` + promotedKey + `, (SELECT CASE WHEN bool_or(k.constraint_type = 'PRIMARY KEY') THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END ` +
 	`FROM duckdb_constraints() k WHERE k.database_name = c.database_name AND k.schema_name = c.schema_name ` +
 	`AND k.table_name = c.table_name AND (k.constraint_type = 'PRIMARY KEY' AND list_contains(k.constraint_column_names, c.column_name) ` +
 	`OR k.constraint_type = 'UNIQUE' AND k.constraint_column_names = [c.column_name])), ` +

@@ -118,6 +118,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	if own, handled, err := ownStatement(client); handled {
 		s.e.noteActions(client)
+		s.e.noteYear(client) // mysqlyear.go
 		rows, err := s.runOwn(ctx, client, own, err)
 		if namesForeignKeyChecks(client) {
 			s.fkChecksOff = foreignKeyChecksOff(ctx, s.conn)
@@ -133,6 +134,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return nil, err
 	}
 	q, up := mysqlUpsert(ctx, s.conn, client, q)
+	q = s.e.yearValues(ctx, s.conn, client, q) // mysqlyear.go
 	q, ai := mysqlInsert(ctx, s.conn, client, q)
 	q, uc := mysqlUpdate(ctx, s.conn, client, q)
 	if err := setLastInsertID(ctx, s.conn, client); err != nil {

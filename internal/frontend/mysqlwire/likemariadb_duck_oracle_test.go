@@ -816,4 +816,66 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec insert into gc values (2, null)",
 		"select * from gc",
 	}},
+	// A table without a primary key: InnoDB takes its first unique key whose columns are all
+	// NOT NULL as the primary key, and SHOW COLUMNS and COLUMN_KEY say PRI for its columns
+	// (DuckDB's answer was UNI, or '' and MUL for a key of two columns).
+	{"unique not null key as the primary key", []string{
+		"exec create table u1 (code varchar(10) not null unique, name varchar(10))",
+		"exec create table u3 (a int unique, b int not null, unique key (b))",
+		"exec create table u4 (id int primary key, b int not null unique)",
+		"exec create table u5 (a int not null, b int not null, unique key ab (a, b), c int not null unique)",
+		"show columns from u1",
+		"show columns from u3",
+		"show columns from u5",
+		"select table_name, column_name, column_key from information_schema.columns where table_schema = database() order by table_name, ordinal_position",
+	}},
+	// A table's AUTO_INCREMENT counter: a table dropped and created again IF NOT EXISTS
+	// (Sequelize's sync({force})) starts at 1 or at its AUTO_INCREMENT=n (DuckDB's went on from
+	// the dropped table's); ALTER TABLE t AUTO_INCREMENT = n sets the next id, up or down but
+	// past the largest id (was 1064), for a table without such a column too; TRUNCATE sets it
+	// back to 1.
+	{"auto_increment after drop and alter", []string{
+		"exec create table if not exists aip (id int auto_increment primary key, v int)",
+		"exec insert into aip (v) values (1), (2), (3)",
+		"exec drop table if exists aip",
+		"exec create table if not exists aip (id int auto_increment primary key, v int)",
+		"exec insert into aip (v) values (9)",
+		"select id, v from aip",
+		"exec drop table aip",
+		"exec create table if not exists aip (id int auto_increment primary key, v int) auto_increment = 50",
+		"exec insert into aip (v) values (10)",
+		"exec create table if not exists aip (id int auto_increment primary key, v int)",
+		"exec insert into aip (v) values (11)",
+		"select id, v from aip order by id",
+		"exec alter table aip auto_increment = 100",
+		"exec insert into aip (v) values (12)",
+		"exec alter table aip auto_increment=20",
+		"exec insert into aip (v) values (13)",
+		"select id, v from aip order by id",
+		"exec delete from aip where id > 51",
+		"exec alter table `aip` auto_increment 5",
+		"exec insert into aip (v) values (14)",
+		"select id, v from aip order by id",
+		"exec truncate table aip",
+		"exec insert into aip (v) values (15)",
+		"select id, v from aip order by id",
+		"exec create table plain (a int)",
+		"exec alter table plain auto_increment = 7",
+		"exec alter table nothere auto_increment = 7",
+	}},
+	// YEAR and YEAR(4) columns (DuckDB: 1105, no such type): '2024', 2024, 24 and '24' are
+	// 2024, '69' 2069, 70 1970, the number 0 is 0000 and the string '0' 2000; SHOW COLUMNS and
+	// information_schema.COLUMNS say year(4), DATA_TYPE year, no NUMERIC_PRECISION.
+	{"year columns", []string{
+		"exec create table yr (id int primary key, a year, b year(4) not null default 2000)",
+		"exec insert into yr values (1, '2024', 24), (2, 2024, '24'), (3, 0, '0'), (4, '69', 70), (5, '1901', 2155), (6, null, 1999)",
+		"exec insert into yr (b, id, a) values (99, 7, '1')",
+		"select id, a + 0, b + 0 from yr order by id",
+		"select count(*) from yr where a = 2024 and b = 2024",
+		"show columns from yr",
+		"select column_name, data_type, column_type, numeric_precision, numeric_scale, column_default, is_nullable from information_schema.columns " +
+			"where table_schema = database() and table_name = 'yr' order by ordinal_position",
+		"exec alter table yr add column c year",
+		"show columns from yr",
+	}},
 }
