@@ -52,9 +52,12 @@ func rowType(toks []sqltok.Token) string {
 }
 
 // fieldType is the Trino type of a literal row field: a literal's (literals.go), integer or
-// bigint, boolean; "" for another.
+// bigint, boolean, a row of those; "" for another.
 func fieldType(toks []sqltok.Token) string {
 	if t := literalType(toks); t != "" {
+		return t
+	}
+	if t := rowType(toks); t != "" {
 		return t
 	}
 	if len(toks) == 1 && (isWord(toks[0], "true") || isWord(toks[0], "false")) {
@@ -85,4 +88,17 @@ func TypeText(toks []sqltok.Token) string {
 		b.WriteString(strings.ToLower(t.Text))
 	}
 	return b.String()
+}
+
+// An engine whose rows have named fields only (DuckDB: go-duckdb cannot read a struct of
+// unnamed fields, "empty name") gives Trino's row(1, 'a') fields named AnonymousField(0),
+// AnonymousField(1)...: names no Trino identifier is unquoted, which the Trino frontend
+// announces as anonymous fields (no fieldName: row(integer, varchar(1)), as Trino's).
+
+// AnonymousField is the name given the i'th field (from 0) of an anonymous row.
+func AnonymousField(i int) string { return "#" + strconv.Itoa(i) }
+
+// IsAnonymousField reports whether name is an AnonymousField's.
+func IsAnonymousField(name string) bool {
+	return len(name) > 1 && name[0] == '#' && strings.Trim(name[1:], "0123456789") == "" && (name == "#0" || name[1] != '0')
 }

@@ -56,11 +56,18 @@ func atZoneDigits(x []sqltok.Token) int {
 // 03:04:05.123 America/New_York', '2024-01-02 03:04:05 +05:30'): the digits of its second, and
 // its zone as Trino writes it; ok is false for a text without a zone or one this does not read.
 func ZonedLiteral(quoted string) (digits int, zone string, ok bool) {
+	_, digits, zone, ok = ZonedParts(quoted)
+	return digits, zone, ok
+}
+
+// ZonedParts is ZonedLiteral with the literal's wall time, its text without the zone
+// ("2024-01-02 03:04:05.123").
+func ZonedParts(quoted string) (wall string, digits int, zone string, ok bool) {
 	text, opened := strings.CutPrefix(quoted, "'")
 	text, closed := strings.CutSuffix(text, "'")
 	fields := strings.Fields(text)
 	if !opened || !closed || len(fields) < 2 || len(fields) > 3 {
-		return 0, "", false
+		return "", 0, "", false
 	}
 	clock := fields[1]
 	if len(fields) == 3 {
@@ -70,13 +77,23 @@ func ZonedLiteral(quoted string) (digits int, zone string, ok bool) {
 	}
 	if zone == "" || strings.Trim(fields[0], "0123456789-") != "" || clock == "" || strings.Trim(clock, "0123456789:.") != "" ||
 		!validZone(zone) {
-		return 0, "", false
+		return "", 0, "", false
 	}
-	digits = literalDigits("'" + fields[0] + " " + clock + "'")
+	wall = fields[0] + " " + clock
+	digits = literalDigits("'" + wall + "'")
 	if digits < 0 {
-		return 0, "", false
+		return "", 0, "", false
 	}
-	return digits, zoneLabel(zone), true
+	return wall, digits, zoneLabel(zone), true
+}
+
+// ZoneLabel is a zone as Trino writes it after a timestamp: UTC in capitals, an offset as
+// +HH:MM, a name as given; ok is false for a text that reads as no zone.
+func ZoneLabel(zone string) (string, bool) {
+	if zone == "" || !validZone(zone) {
+		return "", false
+	}
+	return zoneLabel(zone), true
 }
 
 // validZone reports whether zone reads as a zone: an offset (+05:30, -08, +0530) or a name of

@@ -60,7 +60,7 @@ func lexical(sqlText string) string {
 			toks = append(toks, t)
 			changed = changed || t.Kind == sqltok.QuotedIdent || t.Text == "||" ||
 				t.Kind == sqltok.String && strings.Contains(t.Text, `\`) || t.IsWord("date_add") || t.IsWord("date_diff") ||
-				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast") || t.IsWord("uuid") || t.IsWord("json") || t.IsWord("interval")
+				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast") || t.IsWord("uuid") || t.IsWord("json") || t.IsWord("interval") || t.IsWord("row")
 		}
 	}
 	query := sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "select", "with")
@@ -91,6 +91,7 @@ func lexical(sqlText string) string {
 	typedLiterals(toks, text, pre, post)
 	if query {
 		intervalItems(toks, text)
+		rowItems(toks, text, pre, post)
 	}
 	for k, n := range places { // Trino's name of an unaliased expression, MariaDB's its text
 		post[lasts[k]] += " AS _col" + strconv.Itoa(n)

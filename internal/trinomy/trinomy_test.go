@@ -48,6 +48,12 @@ func TestLexical(t *testing.T) {
 		{`select interval '2' day, interval '1-2' year to month m, interval '3' hour as h, d + interval '1' day e from t`,
 			`select '2 00:00:00.000'   AS _col0, '1-2'     m, '0 03:00:00.000'   as h, d + interval '1' day e from t`},
 		{`select t.uuid 'x' from t`, `select t.uuid 'x' AS _col0 from t`},
+		// Trino's rows, select items only
+		{`select row(1, 'a'), row(1, row(2, 'x')) n, cast(row(2, 'b') as row(x integer, "Y" varchar(3))) s from t where row(a, b) = row(1, 2)`,
+			`select JSON_ARRAY(1, 'a') AS _col0, JSON_ARRAY(1, JSON_ARRAY(2, 'x')) n, JSON_ARRAY(CAST(2 AS SIGNED), CAST('b' AS CHAR(3)))` +
+				`      s from t where row(a, b) = row(1, 2)`},
+		{`select cast(row(1.5, true) as row(d decimal(3,1), b boolean)), cast(row(1) as row(x ipaddress)) from t`,
+			`select JSON_ARRAY(CAST(1.5 AS DECIMAL(3,1)), true)      AS _col0, cast(row(1) as row(x ipaddress)) AS _col1 from t`},
 	} {
 		if got := lexical(c.in); got != c.want {
 			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)

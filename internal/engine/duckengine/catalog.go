@@ -716,8 +716,10 @@ func pgCompatCalls(q *query.Request) (string, bool) {
 	precision := q.Protocol == query.ProtocolTrino && holdsTimePrecision(q.SQL)
 	subscript := q.Protocol == query.ProtocolTrino && strings.Contains(q.SQL, "[")
 	fraction := q.Protocol == query.ProtocolTrino && holdsZeroFraction(q.SQL)
+	rows := q.Protocol == query.ProtocolTrino && holdsRow(q.SQL)
+	zones := q.Protocol == query.ProtocolTrino && holdsZone(q.SQL)
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
-		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision && !subscript && !fraction {
+		!infoSchema && !division && !values && !mayNamePublic(q) && !offsets && !precision && !subscript && !fraction && !rows && !zones {
 		return q.SQL, false
 	}
 	if q.Protocol == query.ProtocolPostgres {
@@ -729,8 +731,8 @@ func pgCompatCalls(q *query.Request) (string, bool) {
 	}
 	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
 		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values,
-		postgres: q.Protocol == query.ProtocolPostgres, offsets: offsets, qualify: q.Sequences.EmptySearchPath()}
-	if (division || subscript) && w.trino { // both write a call before a term (insertAt)
+		postgres: q.Protocol == query.ProtocolPostgres, offsets: offsets, qualify: q.Sequences.EmptySearchPath(), rows: rows, zones: zones}
+	if (division || subscript || zones) && w.trino { // each writes a call before a term (insertAt)
 		w.starts = make([]int, len(toks))
 		for i := range w.starts {
 			w.starts[i] = -1
@@ -819,6 +821,12 @@ type compatWriter struct {
 	divides bool
 	// values: VALUES 1, 2 is two rows (Trino's; valuesRows).
 	values bool
+	// rows: a Trino client's row constructors are structs of named fields (trinorows.go),
+	// but those before the token at keptRows.
+	rows     bool
+	keptRows int
+	// zones: a Trino client's zoned timestamp literals and AT TIME ZONE (trinozones.go).
+	zones bool
 	// starts holds, by token index, where in out the token's step began writing (-1 for a
 	// token written within another's step): a Trino client's division writes a call before its
 	// dividend (guardDivision). nil for any other statement.
@@ -998,7 +1006,7 @@ func (w *compatWriter) step() {
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
 		return
 	}
-	if w.trino && t.Kind == sqltok.Word && (w.timePrecisionType() || w.trinoTimestamp() || w.trinoInterval()) {
+	if w.trino && t.Kind == sqltok.Word && (w.zones && w.trinoZoned() || w.timePrecisionType() || w.trinoTimestamp() || w.trinoInterval() || w.rows && w.trinoRow()) {
 		return
 	}
 	if w.trino && w.trinoSubscript() {

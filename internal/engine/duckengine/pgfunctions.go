@@ -832,7 +832,7 @@ func (w *compatWriter) literalArgument(arg [2]int) (string, bool) {
 func (w *compatWriter) rewritten(from, to int) string {
 	sub := compatWriter{toks: w.toks[from : to+1], quoteAt: w.quoteAt, settings: w.settings, functions: w.functions,
 		binary: w.binary, jsonOps: w.jsonOps, session: w.session, infoSchema: w.infoSchema, trino: w.trino, divides: w.divides,
-		values: w.values, postgres: w.postgres, qualify: w.qualify}
+		values: w.values, postgres: w.postgres, qualify: w.qualify, rows: w.rows, zones: w.zones}
 	sub.run()
 	return strings.TrimSpace(sub.out.String())
 }

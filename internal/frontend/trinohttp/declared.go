@@ -26,15 +26,16 @@ import (
 // columns that carry no precision, and with MariaDB's integers that are Trino booleans as
 // booleans (booleans.go); rows itself when there are none.
 func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.Rows, *arrow.Schema) {
-	pg, my, js, lit := false, false, false, false
+	pg, my, js, lit, duck := false, false, false, false, false
 	for i := range schema.NumFields() { // not Fields(): a copy of them per statement
 		f := schema.Field(i)
 		pg = pg || undeclaredPGTimestamp(f)
+		duck = duck || duckWallTime(f)
 		my = my || mysqlInteger(f)
 		js = js || pgJSONB(f)
 		lit = lit || literalColumn(f)
 	}
-	if !pg && !my && !js && !lit {
+	if !pg && !my && !js && !lit && !duck {
 		return rows, schema
 	}
 	fields := schema.Fields()
@@ -64,9 +65,9 @@ func withDeclared(rows query.Rows, schema *arrow.Schema, sqlText string) (query.
 			}
 		}
 	}
-	if zones := zonedItems(pg, sqlText); len(zones) == len(fields) {
+	if zones := zonedItems(pg || duck, sqlText); len(zones) == len(fields) {
 		for i, f := range fields {
-			if zones[i].Zone == "" || !undeclaredPGTimestamp(f) || f.Type.(*arrow.TimestampType).TimeZone != "" {
+			if zones[i].Zone == "" || !undeclaredPGTimestamp(f) && !duckWallTime(f) || f.Type.(*arrow.TimestampType).TimeZone != "" {
 				continue
 			}
 			p := zones[i].Digits
@@ -131,7 +132,7 @@ func literalColumn(f arrow.Field) bool {
 func literalFits(f arrow.Field, trinoType string) bool {
 	switch {
 	case strings.HasPrefix(trinoType, "row("):
-		return isJSON(f) // trinopg's jsonb_build_array
+		return isJSON(f) || isString(f.Type) && f.Metadata.FindKey(metaMySQLColumn) >= 0 // trinopg's jsonb_build_array, trinomy's JSON_ARRAY
 	case strings.HasPrefix(trinoType, "time("):
 		return f.Type.ID() == arrow.TIME32 || f.Type.ID() == arrow.TIME64
 	case strings.HasPrefix(trinoType, "decimal("):
@@ -161,9 +162,9 @@ func pgJSONB(f arrow.Field) bool {
 const metaTrinoZone = "trino.zone"
 
 // zonedItems is trinodecl.ZonedItems(sqlText) when some column is PostgreSQL's timestamp
-// without a precision (pg), else nil.
-func zonedItems(pg bool, sqlText string) []trinodecl.Zoned {
-	if !pg {
+// without a precision or DuckDB's without a zone (wall), else nil.
+func zonedItems(wall bool, sqlText string) []trinodecl.Zoned {
+	if !wall {
 		return nil
 	}
 	return trinodecl.ZonedItems(sqlText)
@@ -176,6 +177,16 @@ func undeclaredPGTimestamp(f arrow.Field) bool {
 		return false
 	}
 	return metaValue(f, engine.MetaPGOID) != "" && metaValue(f, engine.MetaPGTypmod) == "" && metaValue(f, engine.MetaTrinoDeclared) == ""
+}
+
+// duckWallTime reports whether f is the embedded DuckDB's timestamp without a zone and without
+// a Trino type: a zoned literal's or AT TIME ZONE's wall time (duckengine's trinozones.go) when
+// its select item is one.
+func duckWallTime(f arrow.Field) bool {
+	if t, ok := f.Type.(*arrow.TimestampType); !ok || t.TimeZone != "" || f.Metadata.Len() == 0 {
+		return false
+	}
+	return strings.HasPrefix(metaValue(f, engine.MetaDuckDBType), "TIMESTAMP") && metaValue(f, engine.MetaTrinoDeclared) == ""
 }
 
 func zoned(trinoType string) bool {

@@ -25,17 +25,7 @@ func TestLiteralTypesOnEveryEngine(t *testing.T) {
 		"uuid interval day to second interval year to month interval day to second]"
 	const wantRows = "[[01:02:03.456 01:02:03 x it's <nil>  1.5 0.5 0.25 -1.50 6ccd780c-baba-1026-9564-5b8c656024db " +
 		"2 00:00:00.000 1-2 0 01:30:00.000]]"
-	for _, c := range []struct {
-		name    string
-		backend func(t *testing.T) (query.Backend, string, string)
-	}{
-		{"postgres", func(t *testing.T) (query.Backend, string, string) { return postgresBackend(t), "", "" }},
-		{"duckdb", func(t *testing.T) (query.Backend, string, string) { return duckBackend(t), "", "" }},
-		{"mariadb", func(t *testing.T) (query.Backend, string, string) {
-			eng, _, dbName := frontendtest.MariaDB(t)
-			return frontendtest.NewBackend(eng), "maria", dbName
-		}},
-	} {
+	for _, c := range enginesNamed("postgres", "duckdb", "mariadb") {
 		t.Run(c.name, func(t *testing.T) {
 			backend, catalog, schema := c.backend(t)
 			ts := startServer(t, backend, Options{})
@@ -93,6 +83,30 @@ func TestLiteralTypesOnEveryEngine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trinoEngine is an engine a Trino client's statements run on, and the catalog and schema the
+// client names there ("" for none).
+type trinoEngine struct {
+	name    string
+	backend func(t *testing.T) (query.Backend, string, string)
+}
+
+// enginesNamed are the engines named, of postgres, duckdb and mariadb.
+func enginesNamed(names ...string) []trinoEngine {
+	all := map[string]func(t *testing.T) (query.Backend, string, string){
+		"postgres": func(t *testing.T) (query.Backend, string, string) { return postgresBackend(t), "", "" },
+		"duckdb":   func(t *testing.T) (query.Backend, string, string) { return duckBackend(t), "", "" },
+		"mariadb": func(t *testing.T) (query.Backend, string, string) {
+			eng, _, dbName := frontendtest.MariaDB(t)
+			return frontendtest.NewBackend(eng), "maria", dbName
+		},
+	}
+	var out []trinoEngine
+	for _, n := range names {
+		out = append(out, trinoEngine{n, all[n]})
+	}
+	return out
 }
 
 // Trino's row(...) on PostgreSQL (a record's text "(1,a)" there; a cast to a row type a syntax

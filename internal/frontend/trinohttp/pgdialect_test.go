@@ -9,6 +9,7 @@ import (
 	"github.com/trinodb/trino-go-client/trino"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // Trino's dialect on a PostgreSQL engine (package trinopg): Trino's SHOW and DESCRIBE, its
@@ -231,8 +232,11 @@ func TestBinaryLiteralOnPostgres(t *testing.T) {
 // that zone's time, x AT TIME ZONE 'zone' is x's instant (a timestamp read in UTC, the
 // session's zone) in that zone, both announced timestamp(p) with time zone and written with
 // the zone, through both clients; hour() of one is the zone's hour.
-func TestZonedTimestampsOnPostgres(t *testing.T) {
-	ts := startServer(t, postgresBackend(t), Options{})
+func TestZonedTimestampsOnPostgres(t *testing.T) { zonedTimestamps(t, postgresBackend(t)) }
+
+// zonedTimestamps checks Trino's zoned timestamps through both clients on backend.
+func zonedTimestamps(t *testing.T, backend query.Backend) {
+	ts := startServer(t, backend, Options{})
 	const sel = `select timestamp '2024-01-02 03:04:05.123 America/New_York' a, timestamp '2024-01-02 03:04:05' at time zone 'UTC' b, ` +
 		`timestamp '2024-01-02 03:04:05.123456' AT TIME ZONE 'America/New_York' c, timestamp '2024-01-02 03:04:05 +05:30' d, ` +
 		`timestamp '2024-01-02 03:04:05 UTC' at time zone '-08:00' e, hour(timestamp '2024-01-02 03:04:05' at time zone 'Asia/Tokyo') h`

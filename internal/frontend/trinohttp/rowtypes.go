@@ -15,9 +15,11 @@ import (
 // decimal field as its text (as Trino writes a decimal).
 
 // declaredRow is the signature of the row(...) its statement declared for f, a JSON text
-// column; ok is false for any other column.
+// column or a struct of as many fields (DuckDB's row(1, 'a'), whose 'a' is varchar there,
+// varchar(1) in Trino); ok is false for any other column.
 func declaredRow(f arrow.Field) (string, TypeSignature, bool) {
-	if f.Metadata.Len() == 0 || !isString(f.Type) {
+	st, isStruct := f.Type.(*arrow.StructType)
+	if f.Metadata.Len() == 0 || !isString(f.Type) && !isStruct {
 		return "", TypeSignature{}, false
 	}
 	name := metaValue(f, engine.MetaTrinoDeclared)
@@ -25,7 +27,7 @@ func declaredRow(f arrow.Field) (string, TypeSignature, bool) {
 		return "", TypeSignature{}, false
 	}
 	sig, ok := signatureOf(name)
-	return name, sig, ok
+	return name, sig, ok && (!isStruct || len(sig.Arguments) == st.NumFields())
 }
 
 // signatureOf is the signature of a Trino type's name as trinodecl writes it: scalars

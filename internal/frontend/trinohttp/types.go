@@ -17,6 +17,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/frontend/structured"
+	"github.com/queryflux/queryflux/internal/trinodecl"
 )
 
 // MetaTrinoType is field metadata an engine may set to name the exact Trino type of a column
@@ -148,6 +149,10 @@ func trinoType(f arrow.Field) (string, TypeSignature) {
 		args := make([]TypeArgument, t.NumFields())
 		for i, sf := range t.Fields() {
 			n, sig := trinoType(sf)
+			if trinodecl.IsAnonymousField(sf.Name) { // row(1, 'a') on DuckDB (trinodecl.AnonymousField)
+				names[i], args[i] = n, TypeArgument{Kind: "NAMED_TYPE", Value: namedType{TypeSignature: sig}}
+				continue
+			}
 			names[i] = sf.Name + " " + n
 			args[i] = TypeArgument{Kind: "NAMED_TYPE", Value: namedType{FieldName: &fieldName{Name: sf.Name}, TypeSignature: sig}}
 		}
