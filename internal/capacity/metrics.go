@@ -45,6 +45,10 @@ type Metrics struct {
 	// revoked (revoked) or not of the cluster asked (malformed); a renewal answered revoked or
 	// with another lease (revoked, other), after which the lease is fenced.
 	MisbehavingAnswers *prometheus.CounterVec
+	// OverCap counts leases the control plane's sweeper found granted over their cluster's cap
+	// (more leases held than maxRunningQueries, the newest granted after the cap was known), by
+	// cluster: whoever granted them, the fleet ran over its cap.
+	OverCap *prometheus.CounterVec
 }
 
 // NewMetrics creates the counters and registers them on reg (nil: kept but not registered).
@@ -103,6 +107,10 @@ func buildMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "queryflux_capacity_misbehaving_answers_total",
 			Help: "Control-plane lease answers a worker did not use: grants of a lease it holds (duplicate), gave up (ended), revoked or malformed; renewals answered revoked or with another lease (the lease fenced).",
 		}, []string{"cluster", "kind"}),
+		OverCap: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_capacity_over_cap_total",
+			Help: "Capacity leases the control plane's audit found granted over their cluster's cap (more leases held than maxRunningQueries): the fleet ran over the cap.",
+		}, []string{"cluster"}),
 	}
 	m.LeaseDenied = promreg.Register(reg, m.LeaseDenied)
 	m.LeaseYielded = promreg.Register(reg, m.LeaseYielded)
@@ -115,6 +123,7 @@ func buildMetrics(reg prometheus.Registerer) *Metrics {
 	m.ReleasesDropped = promreg.Register(reg, m.ReleasesDropped)
 	m.LostAnswers = promreg.Register(reg, m.LostAnswers)
 	m.MisbehavingAnswers = promreg.Register(reg, m.MisbehavingAnswers)
+	m.OverCap = promreg.Register(reg, m.OverCap)
 	return m
 }
 

@@ -41,12 +41,16 @@ type Sweeper struct {
 	// Watch, if set, runs beside the sweeps for as long as Run does: the watch of the leases
 	// other replicas free (API.WatchFreed).
 	Watch func(ctx context.Context)
+	// Limits, if set, are the clusters' caps: each round audits every cluster's leases against
+	// its cap and counts a lease found granted over it (auditCaps, Metrics.OverCap).
+	Limits Limits
 
 	once    sync.Once
 	wake    env.Signal
 	mu      sync.Mutex
 	tried   map[string]time.Time // lease ID -> when this replica first failed to fence it
 	expired map[string]bool      // lease IDs the store revoked as expired
+	audits  map[string]*capAudit // by cluster
 }
 
 // FenceGraceDefault is how long a revoked lease whose engine fence could not confirm keeps its
@@ -98,7 +102,9 @@ func (s *Sweeper) SweepOnce(ctx context.Context, lockTTL time.Duration) ([]Lease
 	if _, err := s.Locks.AcquireSweepLock(ctx, SweepLockName, s.Owner, lockTTL, s.Env.Now()); err != nil {
 		if !errors.Is(err, ErrLockHeld) {
 			s.Env.Logger().Warn("capacity sweep lock failed", "err", err)
+			return nil, err
 		}
+		s.auditOnly(ctx) // another replica sweeps: the caps this one grants under are audited here
 		return nil, err
 	}
 	revoked, err := s.Store.Revoke(ctx, Selection{Expired: true}, s.Env.Now())
@@ -128,6 +134,7 @@ func (s *Sweeper) reclaim(ctx context.Context) ([]Lease, error) {
 		s.Env.Logger().Warn("capacity reclaim: listing leases failed", "err", err)
 		return nil, err
 	}
+	s.auditCaps(all)
 	byCluster := map[string][]Lease{}
 	var clusters []string
 	live := map[string]bool{}

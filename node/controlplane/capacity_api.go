@@ -130,7 +130,7 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	}
 	cp.HandleAdmin("GET "+PathAdminCapacityStats, http.HandlerFunc(stats.serve))
 	sw := &capacity.Sweeper{Env: e, Store: cfg.Store, Locks: cfg.Locks, Owner: cfg.Owner, Every: cfg.SweepEvery,
-		Fence: cfg.Fence, Grace: cfg.FenceGrace, Fleet: fleet, Metrics: cfg.Metrics, OnFreed: api.Freed}
+		Fence: cfg.Fence, Grace: cfg.FenceGrace, Fleet: fleet, Metrics: cfg.Metrics, OnFreed: api.Freed, Limits: cfg.Limits}
 	if w, ok := cfg.Store.(capacity.FreedWatcher); ok && cfg.Ordered {
 		// Replicas share the store: a slot freed through one wakes the others' waiting heads.
 		w.NotifyFreed()
