@@ -211,4 +211,3 @@ select id, v from sr order by id;
 		t.Errorf("mariadb CLI through the proxy on PostgreSQL:\n%s\nMariaDB:\n%s", got, want)
 	}
 }
-
