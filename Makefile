@@ -92,9 +92,13 @@ test-deps-ops:
 # Every database the tests create carries this run's tag; the run fails if one is left behind.
 TEST_RUN ?= r$(shell date +%s)
 
+# Packages tested at once: the slowest (chaos, fleettest, querytest) mostly wait on real daemons, so
+# a third package keeps the CPUs busy. .ci/run raises the servers' connection limits to match.
+TEST_PACKAGES_AT_ONCE ?= 3
+
 unit:
 	$(GO) vet ./...
-	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) test -count=1 -timeout 12m ./...
+	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) test -count=1 -p $(TEST_PACKAGES_AT_ONCE) -timeout 12m ./...
 	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) run ./internal/pgtest/leftovers
 
 # Each fuzz target runs for $(FUZZTIME): long enough to catch shallow crashes, short enough for CI.
