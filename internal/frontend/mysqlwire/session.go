@@ -189,6 +189,15 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 			return res, err
 		}
 	}
+	if d, ok := parseDatabaseDDL(sql); ok && !h.routesToMySQL() && (!d.schema || h.routesToPostgreSQL(req)) { // databaseddl.go
+		res, err := h.runDatabaseDDL(ctx, d, req)
+		if err != nil {
+			h.writeError(err)
+			res = written()
+		}
+		h.syncTx()
+		return res, nil
+	}
 	notes := h.ddlNotes(ctx, sql) // ddlnotes.go
 	execute := h.s.backend.Execute
 	var guard stmtGuard
