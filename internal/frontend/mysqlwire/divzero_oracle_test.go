@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/mytest"
@@ -90,4 +93,78 @@ func TestDivisionByZeroCountedForPyMySQL(t *testing.T) {
 	if got := run(duckServer(t), testUser, "duck"); got != want {
 		t.Errorf("PyMySQL through the proxy on DuckDB:\n%s\nMariaDB:\n%s", got, want)
 	}
+}
+
+// TestDivisionByZeroOfAnySelectList (rapid): select lists of divisions (/, %, MOD()) of a
+// number by a zero written any way MariaDB reads one (0, 0.0, -0, (0), '0', + 0) or by a number
+// that is not zero, some items aliased: the proxy on DuckDB and PostgreSQL answers MariaDB's
+// column names, which values are NULL, and @@warning_count. Shrinks to the smallest list that
+// differs.
+func TestDivisionByZeroOfAnySelectList(t *testing.T) {
+	dsn, _ := mytest.NewDatabase(t)
+	maria, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { maria.Close() })
+	pg := openDB(t, pgCluster(t).addr, testUser, "", "", "")
+	duck := openDB(t, duckServer(t), testUser, "", "duck", "")
+	sides := map[string]*sql.DB{"MariaDB": maria, "DuckDB": duck, "PostgreSQL": pg}
+	for _, db := range sides {
+		db.SetMaxOpenConns(1) // @@warning_count is the connection's
+	}
+	zeros := []string{"0", "0.0", "-0", "(0)", "'0'", "+ 0", "0.00", "((0))"}
+	numbers := []string{"1", "7", "2.5", "-3", "10"}
+	rapid.Check(t, func(rt *rapid.T) {
+		items := make([]string, rapid.IntRange(1, 4).Draw(rt, "items"))
+		for i := range items {
+			a := rapid.SampledFrom(numbers).Draw(rt, "a")
+			b := rapid.SampledFrom(append(zeros[:len(zeros):len(zeros)], numbers...)).Draw(rt, "b")
+			switch rapid.IntRange(0, 2).Draw(rt, "op") {
+			case 0:
+				items[i] = a + "/" + b
+			case 1:
+				items[i] = a + " % " + b
+			default:
+				items[i] = "mod(" + a + ", " + b + ")"
+			}
+			if rapid.IntRange(0, 3).Draw(rt, "alias") == 0 {
+				items[i] += " as c" + strconv.Itoa(i)
+			}
+		}
+		q := "select " + strings.Join(items, ", ")
+		answer := func(db *sql.DB) string {
+			rows, err := db.Query(q)
+			if err != nil {
+				return "error " + strconv.Itoa(int(errNumber(err)))
+			}
+			cols, _ := rows.Columns()
+			var nulls []string
+			for rows.Next() {
+				vals := make([]sql.RawBytes, len(cols))
+				ptrs := make([]any, len(cols))
+				for i := range vals {
+					ptrs[i] = &vals[i]
+				}
+				if err := rows.Scan(ptrs...); err != nil {
+					rt.Fatal(err)
+				}
+				for i, v := range vals {
+					nulls = append(nulls, cols[i]+"="+strconv.FormatBool(v == nil))
+				}
+			}
+			rows.Close()
+			var n int
+			if err := db.QueryRow("select @@warning_count").Scan(&n); err != nil {
+				rt.Fatal(err)
+			}
+			return strings.Join(nulls, " ") + " warnings " + strconv.Itoa(n)
+		}
+		want := answer(maria)
+		for _, name := range []string{"DuckDB", "PostgreSQL"} {
+			if got := answer(sides[name]); got != want {
+				rt.Fatalf("%s on %s:\n got  %s\n want %s (MariaDB)", q, name, got, want)
+			}
+		}
+	})
 }
