@@ -1,7 +1,6 @@
 package mysqlwire
 
 import (
-	"database/sql"
 	"encoding/json"
 	"net"
 	"os/exec"
@@ -53,12 +52,7 @@ func databaseDDLSteps(db string) []string {
 // options were syntax errors (1064), CREATE DATABASE created a PostgreSQL database SHOW
 // DATABASES never listed, and DROP DATABASE dropped that.
 func TestDatabaseStatementsAsMariaDB(t *testing.T) {
-	dsn, name := mytest.NewDatabase(t)
-	maria, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { maria.Close() })
+	maria, name := newMariaDB(t)
 	db := name + "_made"
 	t.Cleanup(func() { _, _ = maria.Exec("drop database if exists " + db) })
 	pg := openDB(t, pgCluster(t).addr, testUser, "", "", "")

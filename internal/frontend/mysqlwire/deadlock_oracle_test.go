@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
@@ -23,12 +22,7 @@ import (
 // the victim's transaction open with its first statements. The victim is read from whichever
 // client errs, on each side; the rows after are what MariaDB leaves for that victim.
 func TestDeadlockEndsTheTransactionAsMariaDB(t *testing.T) {
-	dsn, _ := mytest.NewDatabase(t)
-	maria, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { maria.Close() })
+	maria, _ := newMariaDB(t)
 	pg := openDB(t, pgCluster(t).addr, testUser, "", "", "")
 	server, err := pgx.Connect(context.Background(), pgtest.ServerURL()) // the proxy shows a client its own backend only
 	if err != nil {

@@ -43,12 +43,7 @@ func TestDivisionByZeroWarnsAsMariaDB(t *testing.T) {
 	pg := openDB(t, pgCluster(t).addr, testUser, "", "", "")
 	for name, db := range map[string]*sql.DB{"DuckDB": duck, "PostgreSQL": pg} {
 		t.Run(name, func(t *testing.T) {
-			dsn, _ := mytest.NewDatabase(t)
-			maria, err := sql.Open("mysql", dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { maria.Close() })
+			maria, _ := newMariaDB(t)
 			conns := oneConnEach(t, maria, db)
 			var steps []string
 			for _, s := range divZeroTable {
@@ -101,12 +96,7 @@ func TestDivisionByZeroCountedForPyMySQL(t *testing.T) {
 // column names, which values are NULL, and @@warning_count. Shrinks to the smallest list that
 // differs.
 func TestDivisionByZeroOfAnySelectList(t *testing.T) {
-	dsn, _ := mytest.NewDatabase(t)
-	maria, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { maria.Close() })
+	maria, _ := newMariaDB(t)
 	pg := openDB(t, pgCluster(t).addr, testUser, "", "", "")
 	duck := openDB(t, duckServer(t), testUser, "", "duck", "")
 	sides := map[string]*sql.DB{"MariaDB": maria, "DuckDB": duck, "PostgreSQL": pg}
