@@ -1,6 +1,10 @@
 package duckengine_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/engine/duckengine"
+)
 
 func TestMySQLRefusedWriteUndoneAlone(t *testing.T) {
 	runSteps(t, mysqlSession(t, open(t)), []struct{ sql, want string }{
@@ -49,5 +53,24 @@ func TestMySQLUndoLostAfterUserVariable(t *testing.T) {
 		{"insert into uv values (4, 4)", "error: 23"},
 		{"commit", ""},
 		{"select id, n from uv order by id", "4 4"},
+	})
+}
+
+// TestMySQLUndoBoundedByKeptStatements: past stmtLogMax kept writes a refusal fails the whole
+// transaction, as before, rather than stall while they run again.
+func TestMySQLUndoBoundedByKeptStatements(t *testing.T) {
+	defer duckengine.SetStmtLogMax(3)()
+	runSteps(t, mysqlSession(t, open(t)), []struct{ sql, want string }{
+		{"create table kb (id int primary key)", ""},
+		{"begin", ""},
+		{"insert into kb values (1)", ""},
+		{"insert into kb values (2)", ""},
+		{"insert into kb values (3)", ""},
+		{"insert into kb values (3)", "error: 23"},
+		{"insert into kb values (4)", ""},
+		{"insert into kb values (4)", "error: 23"},
+		{"insert into kb values (5)", "error: 25P02"},
+		{"commit", ""},
+		{"select count(*) from kb", "0"},
 	})
 }
