@@ -877,7 +877,8 @@ var likeMariaDBCases = []likeMariaDBCase{
 			"where table_schema = database() and table_name = 'yr' order by ordinal_position",
 		"exec alter table yr add column c year",
 		"show columns from yr",
-	}}, // information_schema.TABLES has MariaDB's columns, AUTO_INCREMENT the table's next id (as
+	}},
+	// information_schema.TABLES has MariaDB's columns, AUTO_INCREMENT the table's next id (as
 	// SHOW CREATE TABLE's; 1 for an empty table, NULL without such a column), a view's row
 	// MariaDB's NULLs and its comment VIEW. DuckDB's had no AUTO_INCREMENT (1054).
 	{"information_schema tables auto_increment", []string{
