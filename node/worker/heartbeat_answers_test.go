@@ -113,6 +113,19 @@ func TestHeartbeatAnswersAreRecorded(t *testing.T) {
 	if !strings.Contains(logs, "HTTP 503: store down") || strings.Contains(logs, secret) {
 		t.Fatalf("the log shows the worker's secret, or not the failure:\n%s", logs)
 	}
+	// The heartbeat duty itself logs the same way; a beat cut short by the worker's stop (its
+	// context ended) is no control-plane failure and logs nothing.
+	mode.Store(failing)
+	w.beat(ctx, time.Time{})
+	mode.Store(answering)
+	w.beat(ctx, time.Time{})
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	w.beat(stopped, time.Time{})
+	logs = f.logs.String()
+	if failed, back := strings.Count(logs, "heartbeat failed"), strings.Count(logs, "heartbeats reach the control plane again"); failed != 2 || back != 2 {
+		t.Fatalf("after the duty's failed and answered beats and a beat of a stopped worker: %d failures and %d recoveries logged, want 2 and 2:\n%s", failed, back, logs)
+	}
 
 	batch := &history.QueryRecordBatchV1{Records: []history.Record{{QueryID: "q-1", User: "bob", Status: "succeeded"}}}
 	mode.Store(answering)
