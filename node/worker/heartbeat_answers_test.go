@@ -22,6 +22,7 @@ const (
 	failing     // 503 whose error text carries the worker's secret
 	unreadable  // 200 with a body that is not the answer
 	partialTake // history: 200 taking none of the records
+	slower      // heartbeat: 200 asking for a heartbeat every 7 s
 )
 
 // TestHeartbeatAnswersAreRecorded: each heartbeat's outcome is returned, counted
@@ -48,6 +49,9 @@ func TestHeartbeatAnswersAreRecorded(t *testing.T) {
 		case partialTake:
 			rw.WriteHeader(http.StatusOK)
 			_, _ = rw.Write([]byte(`{"accepted":0}`))
+		case slower:
+			rw.Header().Set("Content-Type", "application/json")
+			_, _ = rw.Write([]byte(`{"state":"active","heartbeatIntervalSecs":7}`))
 		default:
 			if r.URL.Path == history.PathWorkerHistory {
 				_, _ = rw.Write([]byte(`{"accepted":1}`))
@@ -119,12 +123,31 @@ func TestHeartbeatAnswersAreRecorded(t *testing.T) {
 	w.beat(ctx, time.Time{})
 	mode.Store(answering)
 	w.beat(ctx, time.Time{})
+	// The interval the control plane answers is the worker's from then on (it may change after
+	// the registration: a control plane's configuration reloaded).
+	mode.Store(slower)
+	beatAt := f.e.Now()
+	if next := w.beat(ctx, time.Time{}).Sub(beatAt); next < 6*time.Second || next > 8*time.Second {
+		t.Fatalf("after a heartbeat answered with a 7 s interval the next is due in %v, want about 7 s", next)
+	}
+	mode.Store(answering)
+	w.beat(ctx, time.Time{})
 	stopped, stop := context.WithCancel(ctx)
 	stop()
 	w.beat(stopped, time.Time{})
 	logs = f.logs.String()
 	if failed, back := strings.Count(logs, "heartbeat failed"), strings.Count(logs, "heartbeats reach the control plane again"); failed != 2 || back != 2 {
 		t.Fatalf("after the duty's failed and answered beats and a beat of a stopped worker: %d failures and %d recoveries logged, want 2 and 2:\n%s", failed, back, logs)
+	}
+
+	// A control plane that cannot be reached at all: an error counted and shown, no answer read.
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	gone := New(f.e, Config{ControlPlaneURL: down.URL, Secret: secret, Name: "w-gone", Version: "1.0",
+		HeartbeatInterval: time.Hour, HealthProbeInterval: time.Hour, LagThreshold: time.Hour}, &http.Client{})
+	if err := gone.SendHeartbeat(ctx); err == nil || gone.Status().ConsecutiveFailures != 1 ||
+		testutil.ToFloat64(gone.metrics.heartbeats.WithLabelValues("error")) != 1 {
+		t.Fatalf("a heartbeat to a control plane that is not there: %v, %d failures; want an error, counted", err, gone.Status().ConsecutiveFailures)
 	}
 
 	batch := &history.QueryRecordBatchV1{Records: []history.Record{{QueryID: "q-1", User: "bob", Status: "succeeded"}}}
