@@ -78,7 +78,8 @@ func (f *failingRenewals) Renew(ctx context.Context, ref capacity.LeaseRef, ttl 
 	return f.LeaseClient.Renew(ctx, ref, ttl, now)
 }
 
-// TestSettledOnlyWhenReleasedBeforeItWasLost: capacity.Settled says a lease's slot can run none
+// TestSettledOnlyWhenReleasedBeforeItWasLost: OnLost on a slot already lost runs at once, and
+// capacity.Settled says a lease's slot can run none
 // of its OnLost functions any more and ran none (its caller may then reuse what they reach)
 // only for a slot released while its lease held: not for a live slot, whose fence may still run
 // them, nor for one whose lease was lost (fenced) before its release, whose functions ran.
@@ -119,6 +120,11 @@ func TestSettledOnlyWhenReleasedBeforeItWasLost(t *testing.T) {
 		sleep(n.Ctx(), n.Env(), 4*time.Second) // past the lease's term less the drift margin
 		check("the partitioned slot is lost, its OnLost ran", fenced.Lost() && ran == 1)
 		check("a lost slot is not settled", !capacity.Settled(fenced))
+		// A query that registers its cancel after the fence (it started just then) is stopped
+		// at once: it must not run on a lease the control plane may grant again.
+		late := 0
+		fenced.OnLost(func() { late++ })
+		check("OnLost on a slot lost already runs at once", late == 1)
 		fenced.Release()
 		check("a slot lost before its release is not settled", !capacity.Settled(fenced))
 	})
