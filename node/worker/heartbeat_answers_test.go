@@ -168,3 +168,44 @@ func TestHeartbeatAnswersAreRecorded(t *testing.T) {
 		t.Fatalf("a history batch half taken: %v; want the records not taken named", err)
 	}
 }
+
+// TestUnhealthyHeartbeatIsSentAtOnce: a change of the worker's self-health is told to the
+// control plane at once, not at the next heartbeat (here an hour away: the control plane's
+// answers ask for one an hour), and the loop lag it saw is the gauge's.
+func TestUnhealthyHeartbeatIsSentAtOnce(t *testing.T) {
+	f := newFleet(t)
+	slow := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != workerapi.PathHeartbeat {
+			f.cp.Handler().ServeHTTP(rw, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		f.cp.Handler().ServeHTTP(rec, r)
+		if rec.Code != http.StatusOK {
+			rw.WriteHeader(rec.Code)
+			_, _ = rw.Write(rec.Body.Bytes())
+			return
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		_, _ = rw.Write([]byte(`{"state":"active","heartbeatIntervalSecs":3600}`))
+	}))
+	t.Cleanup(slow.Close)
+	w := f.worker("w1", nil, func(c *Config) { c.ControlPlaneURL, c.HealthProbeInterval = slow.URL, time.Hour })
+	w.Start(f.ctx)
+	f.eventually("first beat", func() bool { return w.Status().LastHeartbeatAckAt.After(time.Time{}) })
+	before := w.Status().HeartbeatSeq
+	for range 3 {
+		w.ObserveLag(f.e.Now(), time.Second)
+	}
+	if lag := testutil.ToFloat64(w.metrics.loopLag); lag != 1 {
+		t.Fatalf("loop lag gauge %v after a probe that woke 1 s late, want 1", lag)
+	}
+	f.eventually("an immediate beat", func() bool { return f.info("w1").Health == workerapi.HealthUnhealthy })
+	if w.Status().HeartbeatSeq <= before {
+		t.Fatal("no new heartbeat")
+	}
+	w.ObserveLag(f.e.Now(), 0)
+	if lag := testutil.ToFloat64(w.metrics.loopLag); lag != 0 {
+		t.Fatalf("loop lag gauge %v after a probe on time, want 0", lag)
+	}
+}
