@@ -572,6 +572,24 @@ func (f *apiFleet) guard(n *sim.Node, metrics *capacity.Metrics) *capacity.Lease
 	return g
 }
 
+// waiting starts, at at, a worker on node late that asks for a slot of cluster every
+// RetryAskEvery, as a waiting query does, until granted; firstAsk and granted are when.
+func (f *apiFleet) waiting(late *sim.Node, at time.Duration, cluster string, limit int, firstAsk, granted *time.Duration) {
+	f.s.At(at, func() {
+		f.s.Spawn(late, "waiting", func() {
+			g, e := f.guard(late, nil), late.Env()
+			*firstAsk = f.s.Elapsed()
+			for {
+				if _, err := g.Acquire(late.Ctx(), cluster, limit); err == nil {
+					*granted = f.s.Elapsed()
+					return
+				}
+				sleep(late.Ctx(), e, capacity.RetryAskEvery)
+			}
+		})
+	})
+}
+
 // busyClient runs back-to-back queries of length q on cluster c (cap limit) through g until
 // stop, retrying a denied acquire after 2 ms as the proxy core's first back-off does, and calls
 // ran with each query's slot.
@@ -675,19 +693,7 @@ func TestWaitingWorkerIsGrantedWithinTheCheckBound(t *testing.T) {
 				})
 			}
 		})
-		f.s.At(300*time.Millisecond+time.Duration(seed)*time.Millisecond, func() {
-			f.s.Spawn(late, "waiting", func() {
-				g, e := f.guard(late, nil), late.Env()
-				firstAsk = f.s.Elapsed()
-				for {
-					if _, err := g.Acquire(late.Ctx(), "c", 2); err == nil {
-						granted = f.s.Elapsed()
-						return
-					}
-					sleep(late.Ctx(), e, capacity.RetryAskEvery)
-				}
-			})
-		})
+		f.waiting(late, 300*time.Millisecond+time.Duration(seed)*time.Millisecond, "c", 2, &firstAsk, &granted)
 		if err := f.s.Run(1500 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
@@ -726,19 +732,7 @@ func TestWaitingWorkerIsGrantedWithinTheCheckBoundOnALaterCluster(t *testing.T) 
 				})
 			})
 		})
-		f.s.At(300*time.Millisecond+time.Duration(seed)*time.Millisecond, func() {
-			f.s.Spawn(late, "waiting", func() {
-				g, e := f.guard(late, nil), late.Env()
-				firstAsk = f.s.Elapsed()
-				for {
-					if _, err := g.Acquire(late.Ctx(), "d", 1); err == nil {
-						granted = f.s.Elapsed()
-						return
-					}
-					sleep(late.Ctx(), e, capacity.RetryAskEvery)
-				}
-			})
-		})
+		f.waiting(late, 300*time.Millisecond+time.Duration(seed)*time.Millisecond, "d", 1, &firstAsk, &granted)
 		if err := f.s.Run(1500 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
