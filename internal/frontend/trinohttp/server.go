@@ -878,4 +878,3 @@ func (s *Server) forget(q *runningQuery) {
 	}
 	s.mu.Unlock()
 }
-
