@@ -161,7 +161,7 @@ type Server struct {
 	log     *slog.Logger
 	started time.Time
 
-	ctx    context.Context // ends on Close, which cancels every held query (cancelHeld)
+	ctx context.Context // ends on Close, which cancels every held query (cancelHeld)
 	// values is the parent of every query's context: ctx's values without its cancel. ctx carries
 	// none, so it is context.Background(): context.WithoutCancel's Value allocates its context
 	// again on every lookup that reaches it (4 a statement, 16 bytes each).
