@@ -45,7 +45,7 @@ func NewStatement(parent context.Context) (*Statement, context.CancelFunc) {
 	s := &Statement{parent: parent}
 	s.stop = s.cancel
 	if parent.Done() != nil {
-		unwatch := context.AfterFunc(parent, s.stop)
+		unwatch := context.AfterFunc(parent, s.stop) //determinism:ok a real frontend's statement (trinohttp); the simulator never makes one
 		s.stop = func() { unwatch(); s.cancel() }
 	}
 	return s, s.stop
@@ -108,7 +108,7 @@ func (s *Statement) cancel() {
 		a.f() // as a cancelCtx cancels its children: context's own AfterFunc starts its f's goroutine
 	}
 	if w != nil {
-		go func() {
+		go func() { //determinism:ok as pgx's watch tells its handler (a real frontend's statement; the simulator never makes one)
 			defer close(handled)
 			w.HandleCancel(s)
 		}()
@@ -123,7 +123,7 @@ func (s *Statement) AfterFunc(f func()) (stop func() bool) {
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
-		go f()
+		go f() //determinism:ok context.AfterFunc's contract (a real frontend's statement; the simulator never makes one)
 		return func() bool { return false }
 	}
 	s.afterID++
@@ -146,8 +146,11 @@ func (s *Statement) AfterFunc(f func()) (stop func() bool) {
 // StatementOf is the Statement whose end is ctx's end, or nil: ctx is s, or carries only
 // values over it (no context derived between them can end sooner).
 func StatementOf(ctx context.Context) *Statement {
+	if s := valuesOver(ctx); s != nil {
+		return s // without asking for Done: its channel is made only for who waits on it
+	}
 	s, _ := ctx.Value(statementKey{}).(*Statement)
-	if s == nil || ctx != context.Context(s) && ctx.Done() != s.Done() {
+	if s == nil || ctx.Done() != s.Done() {
 		return nil
 	}
 	return s
@@ -181,6 +184,51 @@ func (s *Statement) Disarm() bool {
 	if w == nil || handled == nil {
 		return true
 	}
-	<-handled
+	<-handled //determinism:ok as pgx's Unwatch waits for its handler (a real frontend's statement)
 	return false
 }
+
+// WithValue is context.WithValue(ctx, key, val), kept reachable for a Statement's AfterFunc
+// (withValue): for the layers an engine puts over a statement's context.
+func WithValue(ctx context.Context, key, val any) context.Context { return withValue(ctx, key, val) }
+
+// withValue is context.WithValue(ctx, key, val), except over a Statement (or such values over
+// one), where it is a layer that hands the Statement's AfterFunc on: context.AfterFunc and
+// WithCancel look for that method on the context they are given only, so over a plain
+// WithValue layer (the core's engine tag, an engine's own) they would start a goroutine per
+// call to watch the Statement (duckengine's and mysqlengine's interrupts of each statement).
+func withValue(ctx context.Context, key, val any) context.Context {
+	if s := valuesOver(ctx); s != nil {
+		return &statementValue{Context: ctx, s: s, key: key, val: val}
+	}
+	return context.WithValue(ctx, key, val)
+}
+
+// valuesOver is the Statement ctx is, or whose withValue layers it is; nil for any other.
+func valuesOver(ctx context.Context) *Statement {
+	switch c := ctx.(type) {
+	case *Statement:
+		return c
+	case *statementValue:
+		return c.s
+	}
+	return nil
+}
+
+// statementValue is one value over a Statement (withValue); it ends when the Statement ends.
+type statementValue struct {
+	context.Context
+	s        *Statement
+	key, val any
+}
+
+func (c *statementValue) Value(key any) any {
+	if key == c.key {
+		return c.val
+	}
+	return c.Context.Value(key)
+}
+
+func (c *statementValue) AfterFunc(f func()) func() bool { return c.s.AfterFunc(f) }
+
+func (c *statementValue) String() string { return "query.Statement.WithValue" }

@@ -186,7 +186,7 @@ func TestStatementOfIsTheStatementWhoseEndIsTheContexts(t *testing.T) {
 		{"background", context.Background(), nil},
 	} {
 		if got := StatementOf(c.ctx); got != c.want {
-			t.Errorf("%s: StatementOf = %v, want %v", c.name, got, c.want)
+			t.Errorf("%s: StatementOf = %p, want %p", c.name, got, c.want)
 		}
 	}
 	// A parent that ends ends the statement.
@@ -195,4 +195,31 @@ func TestStatementOfIsTheStatementWhoseEndIsTheContexts(t *testing.T) {
 	defer cancel3()
 	end()
 	waitClosed(t, s3.Done(), "a statement whose parent ended")
+}
+
+// The query package's values over a Statement (the core's engine tag, the stop, the affinity)
+// keep its AfterFunc reachable: context.AfterFunc and WithCancel over them register with the
+// Statement, not a goroutine each, and end with it.
+func TestValuesOverAStatementRegisterWithIt(t *testing.T) {
+	s, cancel := NewStatement(context.Background())
+	layered := WithAffinity(WithStop(WithEngineTag(s, "tag"), func() {}), 7)
+	if EngineTag(layered) != "tag" || Affinity(layered) != 7 || Stop(layered) == nil || StatementOf(layered) != s {
+		t.Fatalf("the values over the statement: tag %q, affinity %d, stop %v", EngineTag(layered), Affinity(layered), Stop(layered) != nil)
+	}
+	ran := make(chan struct{})
+	context.AfterFunc(layered, func() { close(ran) })
+	child, stop := context.WithCancel(layered)
+	defer stop()
+	s.mu.Lock()
+	registered := len(s.afters)
+	s.mu.Unlock()
+	if registered != 2 {
+		t.Fatalf("%d functions registered with the statement, want 2 (an AfterFunc and a child): the others watch it on goroutines", registered)
+	}
+	cancel()
+	waitClosed(t, ran, "the AfterFunc over the values")
+	waitClosed(t, child.Done(), "the child over the values")
+	if plain := WithEngineTag(context.Background(), "x"); valuesOver(plain) != nil {
+		t.Fatal("a value over another context is taken for a statement's")
+	}
 }
