@@ -149,19 +149,7 @@ func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
 		{"cancel while it streams", func(t *testing.T, m string) error {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			rows, err := c.e.Execute(ctx, &query.Request{SQL: firstFast(m)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			if _, err := rows.Next(ctx); err != nil {
-				t.Fatal(err)
-			}
-			go c.whenRunning(t, m, cancel)
-			for err == nil {
-				_, err = rows.Next(ctx)
-			}
-			return err
+			return c.cancelWhileStreaming(t, m, ctx, cancel)
 		}},
 		{"closed before its end", func(t *testing.T, m string) error {
 			rows, err := c.e.Execute(context.Background(), &query.Request{SQL: firstFast(m)})
@@ -186,13 +174,7 @@ func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
 			defer cancel()
 			var stopped atomic.Bool
 			qctx := query.WithStop(ctx, func() { stopped.Store(true); cancel() })
-			rows, err := c.e.Execute(qctx, &query.Request{SQL: firstFast(m)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := rows.Next(qctx); err != nil {
-				t.Fatal(err)
-			}
+			rows := c.firstBatch(t, m, qctx)
 			c.whenRunning(t, m, func() {})
 			if stopped.Load() {
 				t.Fatal("the statement was stopped before its rows were closed")
@@ -213,30 +195,12 @@ func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
 		{"a statement's cancel while it streams", func(t *testing.T, m string) error {
 			sc, cancel := query.NewStatement(context.Background())
 			defer cancel()
-			rows, err := c.e.Execute(sc, &query.Request{SQL: firstFast(m)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			if _, err := rows.Next(sc); err != nil {
-				t.Fatal(err)
-			}
-			go c.whenRunning(t, m, cancel)
-			for err == nil {
-				_, err = rows.Next(sc)
-			}
-			return err
+			return c.cancelWhileStreaming(t, m, sc, cancel)
 		}},
 		{"a statement's rows closed before their end", func(t *testing.T, m string) error {
 			sc, cancel := query.NewStatement(context.Background())
 			defer cancel()
-			rows, err := c.e.Execute(sc, &query.Request{SQL: firstFast(m)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := rows.Next(sc); err != nil {
-				t.Fatal(err)
-			}
+			rows := c.firstBatch(t, m, sc)
 			c.whenRunning(t, m, func() {})
 			_ = rows.Close()
 			return sc.Err()
@@ -264,6 +228,31 @@ func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cancelWhileStreaming runs firstFast(m) under ctx, reads its first batch, cancels it once it
+// runs on the server and returns the error its rows end with.
+func (c *cancelled) cancelWhileStreaming(t *testing.T, m string, ctx context.Context, cancel func()) error {
+	rows := c.firstBatch(t, m, ctx)
+	defer rows.Close()
+	go c.whenRunning(t, m, cancel)
+	var err error
+	for err == nil {
+		_, err = rows.Next(ctx)
+	}
+	return err
+}
+
+// firstBatch runs firstFast(m) under ctx and reads its first batch.
+func (c *cancelled) firstBatch(t *testing.T, m string, ctx context.Context) query.Rows {
+	rows, err := c.e.Execute(ctx, &query.Request{SQL: firstFast(m)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rows.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
 
 // A relay connection given back in the middle of a statement (the client left, the frontend
