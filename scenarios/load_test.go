@@ -148,9 +148,9 @@ func TestReadmeExampleParses(t *testing.T) {
 }
 
 // TestScenariosHoldOverManySeeds runs every scenario file over more seeds (interleavings,
-// jitter, latencies differ per seed): 2 in make test, 6 in make test-long. SCENARIO_SEEDS sets
-// the count; `make sim` runs every file over many more seeds, so this is the smoke that keeps
-// make test within its time.
+// jitter, latencies differ per seed): 2 in make test (plan-fleet 1), 6 in make test-long
+// (plan-fleet 2). SCENARIO_SEEDS sets the count; `make sim` runs every file over many more
+// seeds, so this is the smoke that keeps make test within its time.
 func TestScenariosHoldOverManySeeds(t *testing.T) {
 	seeds := testlong.Count(2, 6)
 	if v := os.Getenv("SCENARIO_SEEDS"); v != "" {
@@ -163,7 +163,7 @@ func TestScenariosHoldOverManySeeds(t *testing.T) {
 		sc := load(t, f)
 		n := seeds
 		if strings.HasPrefix(f, "plan-fleet") {
-			n = min(n, 2) // 1,000 workers: qfsim plan runs it more
+			n = min(n, testlong.Count(1, 2)) // 1,000 workers: qfsim plan runs it more
 		}
 		for seed := uint64(100); seed < 100+uint64(n); seed++ {
 			res := scenarios.Run(sc, seed, scenarios.RunOpts{})
