@@ -320,7 +320,7 @@ func (s *Server) Serve(l net.Listener) error {
 	// HTTP authenticates requests, not connections: a connection counts in its source's share
 	// until a request on it logged in (authenticate). A refusal is a 503 on a plain listener;
 	// one that may serve TLS closes at once.
-	refuse := refuseSource
+	refuse := netlimit.RefuseHTTP
 	if s.opts.TLS != nil {
 		refuse = nil
 	}
@@ -877,12 +877,4 @@ func (s *Server) forget(q *runningQuery) {
 		delete(s.queries, q.id)
 	}
 	s.mu.Unlock()
-}
-
-// refuseSource answers a connection over its source's share of the connection limit with a
-// 503, as the listener answers one over the limit (netlimit.HTTP).
-func refuseSource(c net.Conn) {
-	const body = "too many connections from one source\n"
-	_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"+
-		"Content-Type: text/plain; charset=utf-8\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
 }
