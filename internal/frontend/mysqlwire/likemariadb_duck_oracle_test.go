@@ -1,12 +1,19 @@
 package mysqlwire
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/queryflux/queryflux/internal/testlong"
+)
 
 // TestMySQLStepsOnDuckDBLikeMariaDB runs each case's steps on one connection to MariaDB and one
 // through the proxy to DuckDB (compareSteps: an `exec ` step compares the error number and rows
 // affected, any other its rows), each case in new databases of its own.
 func TestMySQLStepsOnDuckDBLikeMariaDB(t *testing.T) {
-	for _, c := range likeMariaDBCases {
+	for i, c := range likeMariaDBCases {
+		if !testlong.Sample(i, 3) {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			maria, duck := mariaAndDuck(t)
 			conns := oneConnEach(t, maria, duck)
