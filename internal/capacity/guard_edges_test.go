@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/sim"
 )
@@ -171,5 +172,52 @@ func TestRefusedAcquireIsAskedOnce(t *testing.T) {
 		if client.acquires != 1 || got == nil {
 			t.Errorf("%v: asked %d times, answered %v; want once, an error", refusal, client.acquires, got)
 		}
+	}
+}
+
+// TestLocalLimitsSlotsCountOnceEach: under onUnavailable localLimits with the control plane
+// gone, slots admitted by the node's own count are never lost, a release gives its slot back
+// for the next query, and a second release of one slot is refused as a violation without
+// giving back a slot another query holds: the node never runs more than the cap.
+func TestLocalLimitsSlotsCountOnceEach(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 1})
+	w := s.AddNode("w1", nil)
+	var failed []string
+	check := func(what string, ok bool) {
+		if !ok {
+			failed = append(failed, what)
+		}
+	}
+	s.Spawn(w, "test", func() {
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: w.Env(), Client: capacity.NewRemote("http://cp-down", w.Client(), nil),
+			Holder: "w1", OnUnavailable: capacity.OnUnavailableLocalLimits})
+		if err != nil {
+			panic(err)
+		}
+		a, errA := g.Acquire(w.Ctx(), "c", 2)
+		b, errB := g.Acquire(w.Ctx(), "c", 2)
+		_, errFull := g.Acquire(w.Ctx(), "c", 2)
+		check("two local slots at cap 2, the third denied", errA == nil && errB == nil && errors.Is(errFull, capacity.ErrAtCapacity))
+		if errA != nil || errB != nil {
+			return
+		}
+		check("a local slot is never lost", !a.Lost() && !b.Lost())
+		a.Release()
+		c, err := g.Acquire(w.Ctx(), "c", 2)
+		check("a released local slot serves the next query", err == nil)
+		v := invariants.Catch(a.Release)
+		check("a second release is a violation", v != nil)
+		_, err = g.Acquire(w.Ctx(), "c", 2)
+		check("after a second release, two queries still hold the cap", errors.Is(err, capacity.ErrAtCapacity))
+		b.Release()
+		if c != nil {
+			c.Release()
+		}
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range failed {
+		t.Error("not so: " + f)
 	}
 }
