@@ -227,7 +227,8 @@ func TestConfigSyncBacksOff(t *testing.T) {
 	}
 	var hb workerapi.Heartbeat
 	sync.contribute(&hb)
-	if hb.Config.ConsecutiveSyncFailures < 3 || !strings.Contains(hb.Config.LastSyncError, "503") {
+	if hb.Config.ConsecutiveSyncFailures < 3 || hb.Config.SyncFailures < hb.Config.ConsecutiveSyncFailures ||
+		!strings.Contains(hb.Config.LastSyncError, "503") {
 		t.Fatalf("heartbeat config status %+v", hb.Config)
 	}
 	if strings.Contains(hb.Config.LastSyncError, csSecret) {
@@ -238,5 +239,8 @@ func TestConfigSyncBacksOff(t *testing.T) {
 	sync.contribute(&hb)
 	if hb.Config.ConsecutiveSyncFailures != 0 || hb.Config.LastSyncError != "" {
 		t.Fatalf("failures not reset after recovery: %+v", hb.Config)
+	}
+	if hb.Config.SyncFailures < 3 {
+		t.Fatalf("the failed polls' total forgotten after recovery: %+v", hb.Config)
 	}
 }
