@@ -41,6 +41,7 @@ type csFleet struct {
 	t       *testing.T
 	e       env.Env
 	ctx     context.Context
+	cp      *controlplane.ControlPlane
 	srv     *controlplane.ConfigServer
 	counter *countingTransport
 	worker  *Worker
@@ -60,7 +61,7 @@ func newCSFleet(t *testing.T, poll time.Duration) *csFleet {
 	t.Cleanup(hs.Close)
 	counter := &countingTransport{next: http.DefaultTransport}
 	w := New(e, Config{ControlPlaneURL: hs.URL, Secret: csSecret, Name: "w1"}, &http.Client{Transport: counter})
-	return &csFleet{t: t, e: e, ctx: ctx, srv: srv, counter: counter, worker: w, logs: logs}
+	return &csFleet{t: t, e: e, ctx: ctx, cp: cp, srv: srv, counter: counter, worker: w, logs: logs}
 }
 
 // start runs sync.Run as a task and waits for it to end at cleanup.
@@ -242,5 +243,28 @@ func TestConfigSyncBacksOff(t *testing.T) {
 	}
 	if hb.Config.SyncFailures < 3 {
 		t.Fatalf("the failed polls' total forgotten after recovery: %+v", hb.Config)
+	}
+}
+
+// TestNewRevisionIsToldToTheControlPlaneAtOnce: a worker that activates a revision says so in a
+// heartbeat at once, not at its next routine one (10 s away here, the control plane's default):
+// the control plane's view of which revision each worker runs follows a rollout as it happens.
+func TestNewRevisionIsToldToTheControlPlaneAtOnce(t *testing.T) {
+	f := newCSFleet(t, time.Minute)
+	sync := NewConfigSync(f.worker, ConfigSyncOptions{})
+	f.worker.Start(f.ctx)
+	f.waitFor(func() bool { return f.worker.Status().LastHeartbeatAckAt.After(time.Time{}) })
+	snap := csSnap(t, 1)
+	_ = f.srv.Publish(snap)
+	f.start(sync)
+	f.waitActive(sync, "")
+	// Well within the routine beat's 9-11 s.
+	for deadline := time.Now().Add(4 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if wi, _ := f.cp.Worker("w1"); wi.Revision == snap.Revision {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("4 s after the revision became active, the control plane has not heard of it")
+		}
 	}
 }
