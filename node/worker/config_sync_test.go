@@ -268,3 +268,31 @@ func TestNewRevisionIsToldToTheControlPlaneAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectedRevisionLeavesTheRunningOneUnconfirmed: while the control plane serves a
+// revision this worker refused, its answers that nothing changed vouch for that revision, not
+// for the older one the worker still runs: the heartbeat's staleness of the running revision
+// grows, and what the worker lends peers keeps the older confirmation.
+func TestRejectedRevisionLeavesTheRunningOneUnconfirmed(t *testing.T) {
+	f := newCSFleet(t, time.Minute)
+	sync := NewConfigSync(f.worker, ConfigSyncOptions{PollTimeout: time.Second})
+	_ = f.srv.Publish(csSnap(t, 1))
+	f.start(sync)
+	f.waitActive(sync, "")
+	bad := invalidSnap(t)
+	_ = f.srv.Publish(bad)
+	f.waitFor(func() bool { rev, _ := sync.Rejected(); return rev == bad.Revision })
+	sync.mu.Lock()
+	proof := sync.proof
+	sync.mu.Unlock()
+	time.Sleep(2500 * time.Millisecond) // two long-polls answered "nothing newer than the refused one"
+	var hb workerapi.Heartbeat
+	sync.contribute(&hb)
+	sync.mu.Lock()
+	after := sync.proof
+	sync.mu.Unlock()
+	if hb.Config.StalenessSecs < 2 || after != proof {
+		t.Fatalf("2.5 s after a refused revision, the running one's staleness is %.2f s and its confirmation %v (was %v): want at least 2 s, unchanged",
+			hb.Config.StalenessSecs, after, proof)
+	}
+}
