@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/node/env"
@@ -172,6 +174,9 @@ func TestRefusedAcquireIsAskedOnce(t *testing.T) {
 		if client.acquires != 1 || got == nil {
 			t.Errorf("%v: asked %d times, answered %v; want once, an error", refusal, client.acquires, got)
 		}
+		if refusal == capacity.ErrInvalid && (!errors.Is(got, capacity.ErrInvalid) || errors.Is(got, capacity.ErrUnavailable)) {
+			t.Errorf("an acquire refused as invalid answered %v: want the refusal, not the control plane unavailable", got)
+		}
 	}
 }
 
@@ -219,5 +224,43 @@ func TestLocalLimitsSlotsCountOnceEach(t *testing.T) {
 	}
 	for _, f := range failed {
 		t.Error("not so: " + f)
+	}
+}
+
+// TestCallerGoneDuringAnAcquireLeavesTheControlPlaneReachable: a caller that goes away while
+// its acquire is in flight is answered its context's error and counts as no failure of the
+// control plane's: the next query's acquire is sent at once and granted, not refused as
+// unreachable (an acquire that times out or is refused as invalid says nothing of the control
+// plane, whose every acquire is then refused for a while).
+func TestCallerGoneDuringAnAcquireLeavesTheControlPlaneReachable(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 4})
+	n := s.AddNode("w", nil)
+	client := &contentionClient{Memory: capacity.NewMemory(), delay: 100 * time.Millisecond, env: n.Env()}
+	var gone, next error
+	metrics := capacity.NewMetrics(nil)
+	s.Spawn(n, "test", func() {
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "w", Metrics: metrics})
+		if err != nil {
+			panic(err)
+		}
+		ctx, cancel := n.Env().WithCancel(n.Ctx())
+		n.Env().Go(n.Ctx(), "hang-up", func(context.Context) {
+			sleep(n.Ctx(), n.Env(), 50*time.Millisecond)
+			cancel()
+		})
+		_, gone = g.Acquire(ctx, "c", 2)
+		var slot capacity.Slot
+		slot, next = g.Acquire(n.Ctx(), "c", 2)
+		if slot != nil {
+			slot.Release()
+		}
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	failures := testutil.ToFloat64(metrics.CoordinationFailures.WithLabelValues("acquire"))
+	if !errors.Is(gone, context.Canceled) || next != nil || client.acquires != 2 || failures != 0 {
+		t.Fatalf("caller gone mid-acquire: %v; the next acquire: %v after %d acquires sent, %v coordination failures; want context.Canceled, a slot, 2, 0",
+			gone, next, client.acquires, failures)
 	}
 }
