@@ -264,3 +264,46 @@ func TestCallerGoneDuringAnAcquireLeavesTheControlPlaneReachable(t *testing.T) {
 			gone, next, client.acquires, failures)
 	}
 }
+
+// TestDeniedAcquiresAreCounted: an acquire denied because the cluster is full, by the control
+// plane (another worker holds the cap) or here (this node's own slots fill it), is counted in
+// queryflux_capacity_lease_denied_total{cluster}; a granted one is not.
+func TestDeniedAcquiresAreCounted(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 1})
+	n := s.AddNode("w", nil)
+	store := capacity.NewMemory()
+	metrics := capacity.NewMetrics(nil)
+	denied := func() float64 { return testutil.ToFloat64(metrics.LeaseDenied.WithLabelValues("c")) }
+	var failed []string
+	check := func(what string, ok bool) {
+		if !ok {
+			failed = append(failed, fmt.Sprintf("%s (denied counted %v)", what, denied()))
+		}
+	}
+	s.Spawn(n, "test", func() {
+		other, err := store.Acquire(n.Ctx(), "c", "other", 2, time.Minute, n.Env().Now())
+		if err != nil {
+			panic(err)
+		}
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: store, Holder: "w", Metrics: metrics})
+		if err != nil {
+			panic(err)
+		}
+		mine, err := g.Acquire(n.Ctx(), "c", 2)
+		check("granted the second slot, nothing counted", err == nil && denied() == 0)
+		_, err = g.Acquire(n.Ctx(), "c", 2)
+		check("denied by the control plane, counted", errors.Is(err, capacity.ErrAtCapacity) && denied() == 1)
+		_, err = g.Acquire(n.Ctx(), "c", 1)
+		check("denied here (this node fills cap 1), counted", errors.Is(err, capacity.ErrAtCapacity) && denied() == 2)
+		if mine != nil {
+			mine.Release()
+		}
+		_, _ = store.ReleaseBatch(n.Ctx(), []capacity.LeaseRef{other.Ref()})
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range failed {
+		t.Error("not so: " + f)
+	}
+}
