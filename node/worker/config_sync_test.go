@@ -296,3 +296,23 @@ func TestRejectedRevisionLeavesTheRunningOneUnconfirmed(t *testing.T) {
 			hb.Config.StalenessSecs, after, proof)
 	}
 }
+
+// TestConfigSyncBackoffDoublesFromItsMinimum: the n-th failed poll in a row waits BackoffMin
+// doubled n-1 times (within the jitter, ±20%), never more than BackoffMax; a success starts it
+// over.
+func TestConfigSyncBackoffDoublesFromItsMinimum(t *testing.T) {
+	f := newCSFleet(t, time.Minute)
+	sync := NewConfigSync(f.worker, ConfigSyncOptions{BackoffMin: 100 * time.Millisecond, BackoffMax: 1 * time.Second})
+	within := func(n int, got, want time.Duration) {
+		t.Helper()
+		if got < want*8/10 || got > want*12/10 {
+			t.Fatalf("failure %d in a row: backoff %v, want %v ±20%%", n, got, want)
+		}
+	}
+	fail := errors.New("poll failed")
+	for n, want := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
+		within(n+1, sync.recordFailure(fail), want*time.Millisecond)
+	}
+	sync.succeeded()
+	within(1, sync.recordFailure(fail), 100*time.Millisecond)
+}
