@@ -307,3 +307,61 @@ func TestDeniedAcquiresAreCounted(t *testing.T) {
 		t.Error("not so: " + f)
 	}
 }
+
+// grantsAgain is a LeaseClient that answers the next acquire with again (a lease the worker
+// holds already: a control plane that misbehaves), once.
+type grantsAgain struct {
+	capacity.LeaseClient
+	again *capacity.Lease
+}
+
+func (c *grantsAgain) Acquire(ctx context.Context, cluster, holder string, limit int, ttl time.Duration, now time.Time) (capacity.Lease, error) {
+	if l := c.again; l != nil {
+		c.again = nil
+		return *l, nil
+	}
+	return c.LeaseClient.Acquire(ctx, cluster, holder, limit, ttl, now)
+}
+
+// TestRefusedGrantLeavesTheCapToTheNode: an acquire answered with a lease this node holds
+// already is refused (no second query on that lease) and takes nothing of the node's count: the
+// next acquires are asked and granted up to the cap, as before.
+func TestRefusedGrantLeavesTheCapToTheNode(t *testing.T) {
+	s := sim.New(sim.Opts{Seed: 1})
+	n := s.AddNode("w", nil)
+	client := &grantsAgain{LeaseClient: capacity.NewMemory()}
+	var failed []string
+	check := func(what string, ok bool) {
+		if !ok {
+			failed = append(failed, what)
+		}
+	}
+	s.Spawn(n, "test", func() {
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "w"})
+		if err != nil {
+			panic(err)
+		}
+		first, err := g.Acquire(n.Ctx(), "c", 2)
+		if err != nil {
+			panic(err)
+		}
+		held := first.(interface{ Lease() capacity.Lease }).Lease()
+		client.again = &held
+		_, err = g.Acquire(n.Ctx(), "c", 2)
+		check("a lease held already, granted again: refused", errors.Is(err, capacity.ErrAtCapacity))
+		second, err := g.Acquire(n.Ctx(), "c", 2)
+		check("the next acquire is granted the cap's second slot", err == nil && g.Held("c") == 2)
+		_, err = g.Acquire(n.Ctx(), "c", 2)
+		check("then the cap is reached", errors.Is(err, capacity.ErrAtCapacity))
+		first.Release()
+		if second != nil {
+			second.Release()
+		}
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range failed {
+		t.Error("not so: " + f)
+	}
+}
