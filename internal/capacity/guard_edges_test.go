@@ -117,11 +117,15 @@ func TestSettledOnlyWhenReleasedBeforeItWasLost(t *testing.T) {
 		if err != nil {
 			panic(err)
 		}
-		ran := 0
-		fenced.OnLost(func() { ran++ })
+		ran, granted := 0, n.Env().Now()
+		var ranAt time.Time
+		fenced.OnLost(func() { ran, ranAt = ran+1, n.Env().Now() })
 		client.down = true
 		sleep(n.Ctx(), n.Env(), 4*time.Second) // past the lease's term less the drift margin
 		check("the partitioned slot is lost, its OnLost ran", fenced.Lost() && ran == 1)
+		// Its query is stopped when the lease stops counting here (the term less the drift
+		// margin, 2.5 s), not at the next renewal attempt after.
+		check(fmt.Sprintf("OnLost ran %v after the grant, want by 2.5 s", ranAt.Sub(granted)), ran == 1 && ranAt.Sub(granted) <= 2500*time.Millisecond+10*time.Millisecond)
 		check("a lost slot is not settled", !capacity.Settled(fenced))
 		// A query that registers its cancel after the fence (it started just then) is stopped
 		// at once: it must not run on a lease the control plane may grant again.
