@@ -369,3 +369,22 @@ func TestRefusedGrantLeavesTheCapToTheNode(t *testing.T) {
 		t.Error("not so: " + f)
 	}
 }
+
+// TestRetryMaxFollowsTheQueueMode: in retry mode a denied query must ask again within
+// RetryAskEvery (the control plane keeps a freed slot for a waiting worker only that long); in
+// ordered mode its acquire waits at the control plane and no bound is set.
+func TestRetryMaxFollowsTheQueueMode(t *testing.T) {
+	for _, waits := range []bool{false, true} {
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: env.Real(nil), Client: capacity.NewMemory(), Holder: "w", AcquireWaits: waits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := capacity.RetryAskEvery
+		if waits {
+			want = 0
+		}
+		if got := g.RetryMax(); got != want {
+			t.Errorf("AcquireWaits %v: RetryMax %v, want %v", waits, got, want)
+		}
+	}
+}
