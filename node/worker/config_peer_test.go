@@ -128,3 +128,17 @@ func (f *csFleet) waitFor(cond func() bool) {
 		}
 	}
 }
+
+// TestPeerTokenIsStableAcrossVersions: every worker of a fleet derives the same PeerToken from
+// the secret, whatever its version (a rolling upgrade mixes them): the derivation is part of the
+// peer protocol, pinned here. The token is not the secret and does not contain it.
+func TestPeerTokenIsStableAcrossVersions(t *testing.T) {
+	const secret = "the-shared-worker-secret"
+	const want = "qfp_99e7f2b95aaeaa0ce10bdbb983b837ecb6e7f564802afbebe85aae16a3095a96" // HMAC-SHA256(secret, "queryflux peer config v1")
+	if got := PeerToken(secret); got != want || strings.Contains(got, secret) {
+		t.Fatalf("PeerToken = %q, want %q", got, want)
+	}
+	if PeerToken(secret+"x") == want {
+		t.Fatal("another secret gives the same token")
+	}
+}
