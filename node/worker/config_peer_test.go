@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -86,6 +87,36 @@ func TestPeerBootstrap(t *testing.T) {
 	}
 	if st := borrowerWorker.Status(); st.Config.Source != "peer" || !st.Config.Stale {
 		t.Fatalf("/worker/status config %+v: a peer copy must show stale", st.Config)
+	}
+
+	// What a lender answers is a snapshot, said so.
+	req, _ = http.NewRequest("GET", peer.URL+PathPeerConfig, nil)
+	workerapi.SetBearer(req, PeerToken(csSecret))
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != snapshot.MediaType {
+		t.Fatalf("a lent snapshot: %d, Content-Type %q; want 200, %q", resp.StatusCode, resp.Header.Get("Content-Type"), snapshot.MediaType)
+	}
+	// A worker running a configuration copies nothing (a peer's may be older).
+	running := NewConfigSync(borrowerWorker, ConfigSyncOptions{})
+	mine := csSnap(t, 5)
+	if err := running.Seed(f.ctx, mine, "controlPlane", f.e.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := running.BootstrapFromPeers(f.ctx, *peers); err != nil {
+		t.Fatalf("bootstrap of a worker running a configuration: %v", err)
+	}
+	if _, active := running.Active(); active.Revision != mine.Revision {
+		t.Fatalf("a worker running %s bootstrapped %s from a peer", mine.Revision, active.Revision)
+	}
+	// A copy this worker refuses is named in the error, with why.
+	refusing := NewConfigSync(borrowerWorker, ConfigSyncOptions{Apply: func(context.Context, *config.Config, *snapshot.WorkerSnapshotV1) error {
+		return errors.New("engine refused")
+	}})
+	if err := refusing.BootstrapFromPeers(f.ctx, *peers); err == nil || !strings.Contains(err.Error(), "peer "+peerAddr+": engine refused") {
+		t.Fatalf("a refused copy: %v, want the peer and why", err)
 	}
 }
 
