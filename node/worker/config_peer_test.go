@@ -111,6 +111,16 @@ func TestPeerBootstrap(t *testing.T) {
 	if _, active := running.Active(); active.Revision != mine.Revision {
 		t.Fatalf("a worker running %s bootstrapped %s from a peer", mine.Revision, active.Revision)
 	}
+	// An address that makes no URL is an error naming it, the other peers still asked.
+	odd := *peers
+	odd.Addresses = []string{"http://[not-a-host", peerAddr}
+	if err := NewConfigSync(borrowerWorker, ConfigSyncOptions{}).BootstrapFromPeers(f.ctx, odd); err != nil {
+		t.Fatalf("a bootstrap with one odd address and a good peer: %v", err)
+	}
+	odd.Addresses = []string{"http://[not-a-host"}
+	if err := NewConfigSync(borrowerWorker, ConfigSyncOptions{}).BootstrapFromPeers(f.ctx, odd); err == nil || !strings.Contains(err.Error(), "peer http://[not-a-host") {
+		t.Fatalf("a bootstrap from an address that makes no URL: %v, want an error naming it", err)
+	}
 	// A copy this worker refuses is named in the error, with why.
 	refusing := NewConfigSync(borrowerWorker, ConfigSyncOptions{Apply: func(context.Context, *config.Config, *snapshot.WorkerSnapshotV1) error {
 		return errors.New("engine refused")
