@@ -87,16 +87,8 @@ func (f *failingRenewals) Renew(ctx context.Context, ref capacity.LeaseRef, ttl 
 // only for a slot released while its lease held: not for a live slot, whose fence may still run
 // them, nor for one whose lease was lost (fenced) before its release, whose functions ran.
 func TestSettledOnlyWhenReleasedBeforeItWasLost(t *testing.T) {
-	s := sim.New(sim.Opts{Seed: 5})
-	n := s.AddNode("w", nil)
 	client := &failingRenewals{LeaseClient: capacity.NewMemory()}
-	var failed []string
-	check := func(what string, ok bool) {
-		if !ok {
-			failed = append(failed, what)
-		}
-	}
-	s.Spawn(n, "test", func() {
+	simChecks(t, 5, "w", 20*time.Second, func(n *sim.Node, check func(string, bool)) {
 		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "w",
 			LeaseTTL: 3 * time.Second, DriftMargin: 500 * time.Millisecond})
 		if err != nil {
@@ -135,12 +127,6 @@ func TestSettledOnlyWhenReleasedBeforeItWasLost(t *testing.T) {
 		fenced.Release()
 		check("a slot lost before its release is not settled", !capacity.Settled(fenced))
 	})
-	if err := s.Run(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range failed {
-		t.Error("not so: " + f)
-	}
 }
 
 // refusingAcquires answers every acquire with err (a control plane that refuses the request),
@@ -189,15 +175,7 @@ func TestRefusedAcquireIsAskedOnce(t *testing.T) {
 // for the next query, and a second release of one slot is refused as a violation without
 // giving back a slot another query holds: the node never runs more than the cap.
 func TestLocalLimitsSlotsCountOnceEach(t *testing.T) {
-	s := sim.New(sim.Opts{Seed: 1})
-	w := s.AddNode("w1", nil)
-	var failed []string
-	check := func(what string, ok bool) {
-		if !ok {
-			failed = append(failed, what)
-		}
-	}
-	s.Spawn(w, "test", func() {
+	simChecks(t, 1, "w1", time.Minute, func(w *sim.Node, check func(string, bool)) {
 		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: w.Env(), Client: capacity.NewRemote("http://cp-down", w.Client(), nil),
 			Holder: "w1", OnUnavailable: capacity.OnUnavailableLocalLimits})
 		if err != nil {
@@ -223,12 +201,6 @@ func TestLocalLimitsSlotsCountOnceEach(t *testing.T) {
 			c.Release()
 		}
 	})
-	if err := s.Run(time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range failed {
-		t.Error("not so: " + f)
-	}
 }
 
 // TestCallerGoneDuringAnAcquireLeavesTheControlPlaneReachable: a caller that goes away while
@@ -273,18 +245,10 @@ func TestCallerGoneDuringAnAcquireLeavesTheControlPlaneReachable(t *testing.T) {
 // plane (another worker holds the cap) or here (this node's own slots fill it), is counted in
 // queryflux_capacity_lease_denied_total{cluster}; a granted one is not.
 func TestDeniedAcquiresAreCounted(t *testing.T) {
-	s := sim.New(sim.Opts{Seed: 1})
-	n := s.AddNode("w", nil)
 	store := capacity.NewMemory()
 	metrics := capacity.NewMetrics(nil)
 	denied := func() float64 { return testutil.ToFloat64(metrics.LeaseDenied.WithLabelValues("c")) }
-	var failed []string
-	check := func(what string, ok bool) {
-		if !ok {
-			failed = append(failed, fmt.Sprintf("%s (denied counted %v)", what, denied()))
-		}
-	}
-	s.Spawn(n, "test", func() {
+	simChecks(t, 1, "w", time.Minute, func(n *sim.Node, check func(string, bool)) {
 		other, err := store.Acquire(n.Ctx(), "c", "other", 2, time.Minute, n.Env().Now())
 		if err != nil {
 			panic(err)
@@ -296,20 +260,14 @@ func TestDeniedAcquiresAreCounted(t *testing.T) {
 		mine, err := g.Acquire(n.Ctx(), "c", 2)
 		check("granted the second slot, nothing counted", err == nil && denied() == 0)
 		_, err = g.Acquire(n.Ctx(), "c", 2)
-		check("denied by the control plane, counted", errors.Is(err, capacity.ErrAtCapacity) && denied() == 1)
+		check(fmt.Sprintf("denied by the control plane, counted (%v)", denied()), errors.Is(err, capacity.ErrAtCapacity) && denied() == 1)
 		_, err = g.Acquire(n.Ctx(), "c", 1)
-		check("denied here (this node fills cap 1), counted", errors.Is(err, capacity.ErrAtCapacity) && denied() == 2)
+		check(fmt.Sprintf("denied here (this node fills cap 1), counted (%v)", denied()), errors.Is(err, capacity.ErrAtCapacity) && denied() == 2)
 		if mine != nil {
 			mine.Release()
 		}
 		_, _ = store.ReleaseBatch(n.Ctx(), []capacity.LeaseRef{other.Ref()})
 	})
-	if err := s.Run(time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range failed {
-		t.Error("not so: " + f)
-	}
 }
 
 // grantsAgain is a LeaseClient that answers the next acquire with again (a lease the worker
@@ -331,16 +289,8 @@ func (c *grantsAgain) Acquire(ctx context.Context, cluster, holder string, limit
 // already is refused (no second query on that lease) and takes nothing of the node's count: the
 // next acquires are asked and granted up to the cap, as before.
 func TestRefusedGrantLeavesTheCapToTheNode(t *testing.T) {
-	s := sim.New(sim.Opts{Seed: 1})
-	n := s.AddNode("w", nil)
 	client := &grantsAgain{LeaseClient: capacity.NewMemory()}
-	var failed []string
-	check := func(what string, ok bool) {
-		if !ok {
-			failed = append(failed, what)
-		}
-	}
-	s.Spawn(n, "test", func() {
+	simChecks(t, 1, "w", time.Minute, func(n *sim.Node, check func(string, bool)) {
 		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "w"})
 		if err != nil {
 			panic(err)
@@ -362,12 +312,6 @@ func TestRefusedGrantLeavesTheCapToTheNode(t *testing.T) {
 			second.Release()
 		}
 	})
-	if err := s.Run(time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range failed {
-		t.Error("not so: " + f)
-	}
 }
 
 // TestRetryMaxFollowsTheQueueMode: in retry mode a denied query must ask again within
@@ -386,5 +330,26 @@ func TestRetryMaxFollowsTheQueueMode(t *testing.T) {
 		if got := g.RetryMax(); got != want {
 			t.Errorf("AcquireWaits %v: RetryMax %v, want %v", waits, got, want)
 		}
+	}
+}
+
+// simChecks runs body in a task of a simulated node named name (seed seed) for up to d, and
+// fails t with every check body found false.
+func simChecks(t *testing.T, seed uint64, name string, d time.Duration, body func(n *sim.Node, check func(string, bool))) {
+	t.Helper()
+	s := sim.New(sim.Opts{Seed: seed})
+	n := s.AddNode(name, nil)
+	var failed []string
+	check := func(what string, ok bool) {
+		if !ok {
+			failed = append(failed, what)
+		}
+	}
+	s.Spawn(n, "test", func() { body(n, check) })
+	if err := s.Run(d); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range failed {
+		t.Error("not so: " + f)
 	}
 }
