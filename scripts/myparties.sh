@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # myparties.sh SECS TARGET...: what every party of a MySQL-wire statement pays in the kernel, per
 # statement, counted (not timed): for each TARGET in turn (as scripts/myab.sh names them: direct,
+# direct-unix (MariaDB's Unix socket, MY_SOCK, default /run/mysqld/mysqld.sock),
 # loop-relay, loop-ring, haproxy, NAME=BIN; a relay's name may carry more benchrelay flags after
 # "+", e.g. loop-ring+-upstream=unix:/run/mysqld/mysqld.sock or loop-ring+-cc=reno, and
 # "+pin=CPU" runs it under taskset -c CPU; PIN=CPU pins every relay), scripts/benchclient -c $C (default 8)
@@ -34,6 +35,7 @@ for t in "$@"; do
 	PID= DSN= FIRSTID=$(mysql -N -uroot -h127.0.0.1 -e "select max(ID) from information_schema.PROCESSLIST")
 	case $t in
 	direct) DSN="root@tcp(127.0.0.1:3306)/mysql" ;;
+	direct-unix) DSN="root@unix(${MY_SOCK:-/run/mysqld/mysqld.sock})/mysql" ;;
 	loop-relay* | loop-ring*)
 		base=${t%%+*} extra=()
 		[ "$base" != "$t" ] && IFS=+ read -r -a extra <<<"${t#"$base"+}"
@@ -75,7 +77,7 @@ for t in "$@"; do
 	owner=${PID:-$CL}
 	hosts=$(ss -tnpH state established dst 127.0.0.1:3306 | { grep "pid=$owner," || true; } | awk '{n = split($3, a, ":"); printf "%s\047127.0.0.1:%s\047", (NR > 1 ? "," : ""), a[n]}')
 	where="HOST in ($hosts)"
-	case $t in *unix:*) where="HOST = 'localhost' and ID > $FIRSTID" ;; esac # a Unix socket's clients have no port: this run's
+	case $t in *unix*) where="HOST = 'localhost' and ID > $FIRSTID" ;; esac # a Unix socket's clients have no port: this run's
 	TIDS=$(mysql -N -uroot -h127.0.0.1 -e "select group_concat(TID) from information_schema.PROCESSLIST where $where")
 	parties=("client:$CL" "mariadb:$TIDS")
 	[ -n "$PID" ] && parties+=("target:$PID")
