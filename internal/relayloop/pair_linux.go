@@ -63,6 +63,9 @@ type stream struct {
 	// quiet: the send in flight is quiet (Loop.send). short: a quiet send of the stream found
 	// its peer's socket short of room; its sends are loud until one completes whole.
 	quiet, short bool
+	// sndbuf is the send buffer (SO_SNDBUF) of the socket sndbufFD, the one the stream last
+	// sent to quietly (ringIO's roomFor); 0 until read.
+	sndbuf, sndbufFD int
 }
 
 func newPair(p Pair, bufs *buffers, bufBytes int) *pair {

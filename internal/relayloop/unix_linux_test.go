@@ -79,14 +79,14 @@ func TestAUnixSocketEngineLegRelaysWholeResults(t *testing.T) {
 			}
 			errs := make(chan error, 1)
 			go func() { errs <- writeChunks(client, req, pieces) }()
-			if got := readN(t, engine, len(req)); !bytes.Equal(got, req) {
+			if got := readWithin(rt, engine, len(req)); !bytes.Equal(got, req) {
 				rt.Fatalf("exchange %d: the engine got a request of %d bytes changed", i, len(req))
 			}
 			if err := <-errs; err != nil {
 				rt.Fatal(err)
 			}
 			go func() { errs <- writeChunks(engine, res, pieces) }()
-			if got := readN(t, client, len(res)); !bytes.Equal(got, res) {
+			if got := readWithin(rt, client, len(res)); !bytes.Equal(got, res) {
 				rt.Fatalf("exchange %d: the client got a result of %d bytes changed", i, len(res))
 			}
 			if err := <-errs; err != nil {
@@ -148,4 +148,14 @@ func TestAClientClosingMidResultFreesTheUnixEngineLeg(t *testing.T) {
 	if n, err := engine.Read(make([]byte, 1)); err != io.EOF && !errors.Is(err, unix.ECONNRESET) {
 		t.Fatalf("the engine's end after the pair stopped: read %d, %v; want its end", n, err)
 	}
+}
+
+// readWithin reads n bytes from c within wait, failing rt (shrinking) when they do not come.
+func readWithin(rt *rapid.T, c net.Conn, n int) []byte {
+	_ = c.SetReadDeadline(time.Now().Add(wait))
+	b := make([]byte, n)
+	if got, err := io.ReadFull(c, b); err != nil {
+		rt.Fatalf("read %d of %d bytes: %v", got, n, err)
+	}
+	return b
 }
