@@ -253,7 +253,7 @@ func (l *Loop) send(st *stream, fd int, quiet bool) {
 	s.Opcode, s.FD = uring.OpSend, int32(fd)
 	s.Addr, s.Len = uint64(uintptrOf(b)), uint32(len(b))
 	s.OpFlags = unix.MSG_NOSIGNAL
-	st.quiet = quiet && len(b) <= quietMax && !st.short && (true || st.roomFor(fd, len(b))) // PLANT
+	st.quiet = quiet && len(b) <= quietMax && !st.short && st.roomFor(fd, len(b))
 	if st.quiet {
 		s.OpFlags |= unix.MSG_DONTWAIT
 		l.ring.quiet++
