@@ -20,7 +20,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d /tmp/myparties.XXXX)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"' EXIT
-freeport() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=scripts/probelib.sh
+. "$ROOT/scripts/probelib.sh" # freeport
 waitport() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "myparties: nothing listens on $1" >&2; exit 1; }
 if [ -n "${BENCHCLIENT:-}" ]; then cp "$BENCHCLIENT" "$TMP/benchclient"; else (cd "$ROOT" && go build -o "$TMP/benchclient" ./scripts/benchclient); fi
 MARIADB=$(pidof mariadbd || pidof mysqld)
