@@ -5,12 +5,14 @@
 # loop-relay, loop-ring, haproxy, NAME=BIN; a relay's name may carry more benchrelay flags after
 # "+", e.g. loop-ring+-upstream=unix:/run/mysqld/mysqld.sock or loop-ring+-cc=reno, and
 # "+pin=CPU" runs it under taskset -c CPU; PIN=CPU pins every relay), scripts/benchclient -c $C (default 8)
-# SELECT 1 for SECS seconds, and over SECS-1 of them one perf stat per party (the client, mariadbd,
-# the target: all their threads; of mariadbd only the threads of this run's connections) of software events and tracepoints: task-clock, context
+# SELECT 1 for SECS seconds, and over SECS-1 of them one perf stat, counted per thread and summed
+# per party (the client, mariadbd, the target: all their threads; of mariadbd only the threads of
+# this run's connections), of software events and tracepoints: task-clock, context
 # switches, migrations, system calls, segments handed to a device (net:net_dev_xmit: on loopback
 # the receiver's TCP work runs in the sender's context), wake-ups made (sched:sched_wakeup, counted
-# in the waker) and softirqs run. Prints them per statement, with each party's user and system
-# CPU (/proc/PID/stat) and the load. The machine's load changes how much each party batches, so
+# in the waker) and softirqs run. Prints them per statement (over the client's segments in the
+# window: one request each), with each party's user and system CPU (/proc/PID/stat, over the
+# run's rate) and the load. The machine's load changes how much each party batches, so
 # compare targets counted in the same minutes (interleave them), and read the load beside them.
 set -euo pipefail
 SECS=$1
@@ -82,32 +84,36 @@ for t in "$@"; do
 	TIDS=$(mysql -N -uroot -h127.0.0.1 -e "select group_concat(TID) from information_schema.PROCESSLIST where $where")
 	parties=("client:$CL" "mariadb:$TIDS")
 	[ -n "$PID" ] && parties+=("target:$PID")
-	SP=()
+	# One perf stat over every party's threads (one window for all), counted per thread.
+	: >"$TMP/tids"
 	for pp in "${parties[@]}"; do
-		who=(-p "${pp#*:}")
-		[ "${pp%%:*}" = mariadb ] && who=(-t "${pp#*:}")
-		perf stat -x, -e "$EV" "${who[@]}" -o "$TMP/${pp%%:*}.stat" -- sleep $((SECS - 1)) 2>/dev/null &
-		SP+=($!)
+		name=${pp%%:*} ids=${pp#*:}
+		[ "$name" != mariadb ] && ids=$(ls /proc/"$ids"/task | paste -sd,)
+		for id in ${ids//,/ }; do echo "$id $name" >>"$TMP/tids"; done
 	done
 	declare -A T0
 	for pp in "${parties[@]}"; do T0[${pp%%:*}]=$(ticks "${pp#*:}"); done
-	wait "${SP[@]}" || true
+	perf stat -x, --per-thread -e "$EV" -t "$(awk '{print $1}' "$TMP/tids" | paste -sd,)" -o "$TMP/all.stat" -- sleep $((SECS - 1)) 2>/dev/null || true
 	declare -A T1
 	for pp in "${parties[@]}"; do T1[${pp%%:*}]=$(ticks "${pp#*:}"); done
 	wait $CL
 	read -r p50 p99 qps <"$TMP/out"
-	n=$((qps * (SECS - 1)))
-	echo "== $t ${PIN:+pinned to $PIN }c=$C qps=$qps p50_us=$p50 p99_us=$p99 (per statement below, over ~$n statements) load=$(cut -d' ' -f1 /proc/loadavg) $(date -u +%H:%M:%S)"
+	# Statements in the window: the client's segments (one request each; its ACKs ride on them).
+	n=$(awk -F, 'NR == FNR {party[$1] = $2; next} {t = $1; sub(/.*-/, "", t)} $4 == "net:net_dev_xmit" && party[t] == "client" && $2 ~ /^[0-9]+$/ {n += $2} END {print n + 0}' <(tr ' ' , <"$TMP/tids") "$TMP/all.stat")
+	echo "== $t ${PIN:+pinned to $PIN }c=$C qps=$qps p50_us=$p50 p99_us=$p99 (per statement below: $n client segments counted; usr/sys over the same seconds at qps) load=$(cut -d' ' -f1 /proc/loadavg) $(date -u +%H:%M:%S)"
 	for pp in "${parties[@]}"; do
 		name=${pp%%:*}
 		read -r u0 s0 <<<"${T0[$name]}"
 		read -r u1 s1 <<<"${T1[$name]}"
-		awk -F, -v n=$n -v name=$name -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v hz=$(getconf CLK_TCK) '
-			$1 ~ /^[0-9.]+$/ { v[$3] = $1 }
+		awk -F, -v n=$n -v nq=$((qps * (SECS - 1))) -v name=$name -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v hz=$(getconf CLK_TCK) '
+			NR == FNR { party[$1] = $2; next }
+			{ t = $1; sub(/.*-/, "", t) }
+			party[t] == name && $2 ~ /^[0-9.]+$/ { v[$4] += $2 }
 			END {
+				if (n == 0) n = 1
 				printf "  %-8s usr_us %5.1f sys_us %5.1f task_us %5.1f switches %5.2f migrations %5.3f syscalls %5.2f segments %5.2f wakeups_made %5.2f softirqs %5.2f\n", name,
-					u*1e6/hz/n, s*1e6/hz/n, v["task-clock"]*1e3/n, v["context-switches"]/n, v["cpu-migrations"]/n, v["raw_syscalls:sys_enter"]/n, v["net:net_dev_xmit"]/n, v["sched:sched_wakeup"]/n, v["irq:softirq_entry"]/n
-			}' "$TMP/$name.stat"
+					u*1e6/hz/nq, s*1e6/hz/nq, v["task-clock"]*1e3/n, v["context-switches"]/n, v["cpu-migrations"]/n, v["raw_syscalls:sys_enter"]/n, v["net:net_dev_xmit"]/n, v["sched:sched_wakeup"]/n, v["irq:softirq_entry"]/n
+			}' <(tr ' ' , <"$TMP/tids") "$TMP/all.stat"
 	done
 	[ -n "$PID" ] && { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; }
 	unset T0 T1
