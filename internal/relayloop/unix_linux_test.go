@@ -159,3 +159,48 @@ func readWithin(rt *rapid.T, c net.Conn, n int) []byte {
 	}
 	return b
 }
+
+// What roomFor lets through as quiet, a socket takes whole: whatever the sends' sizes, on TCP
+// or a Unix socket, with small buffers or the defaults, with loud sends (which take what they
+// can) in between and a peer that reads now and then or never, a send roomFor passed is never
+// short (MSG_DONTWAIT, as a quiet send on the ring).
+func TestRoomForMeansTheSocketTakesItWhole(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var fd, peer int
+		if rapid.Bool().Draw(rt, "unix") {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			fd, peer = fds[0], fds[1]
+		} else {
+			a, b := tcpPair(t)
+			fd, peer = detached(t, a, b)
+		}
+		defer unix.Close(fd)
+		defer unix.Close(peer)
+		if rapid.Bool().Draw(rt, "small buffers") {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<10)
+			_ = unix.SetsockoptInt(peer, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<10)
+		}
+		var st stream
+		buf := make([]byte, 70_000)
+		for i, n := 0, rapid.IntRange(1, 200).Draw(rt, "steps"); i < n; i++ {
+			switch rapid.IntRange(0, 5).Draw(rt, "step") {
+			case 0: // the peer reads some
+				_, _, _ = unix.Recvfrom(peer, buf[:rapid.IntRange(1, 70_000).Draw(rt, "read")], unix.MSG_DONTWAIT)
+			case 1: // a loud send: what the socket takes
+				_, _ = unix.SendmsgN(fd, buf[:rapid.IntRange(1, 70_000).Draw(rt, "loud")], nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+				st.sentLoud()
+			default:
+				size := rapid.IntRange(1, quietMax).Draw(rt, "quiet")
+				if !st.roomFor(fd, size) {
+					continue
+				}
+				if got, err := unix.SendmsgN(fd, buf[:size], nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL); got != size {
+					rt.Fatalf("step %d: roomFor passed %d bytes; the socket took %d (%v)", i, size, got, err)
+				}
+			}
+		}
+	})
+}
