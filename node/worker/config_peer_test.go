@@ -125,8 +125,9 @@ func TestPeerBootstrap(t *testing.T) {
 	refusing := NewConfigSync(borrowerWorker, ConfigSyncOptions{Apply: func(context.Context, *config.Config, *snapshot.WorkerSnapshotV1) error {
 		return errors.New("engine refused")
 	}})
-	if err := refusing.BootstrapFromPeers(f.ctx, *peers); err == nil || !strings.Contains(err.Error(), "peer "+peerAddr+": engine refused") {
-		t.Fatalf("a refused copy: %v, want the peer and why", err)
+	if err := refusing.BootstrapFromPeers(f.ctx, *peers); err == nil || !strings.Contains(err.Error(), "peer "+peerAddr+": engine refused") ||
+		!strings.Contains(err.Error(), "peer 127.0.0.1:1: ") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("a refused copy and a peer that is not there: %v, want each peer and why", err)
 	}
 }
 
