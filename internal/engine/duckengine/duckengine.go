@@ -350,7 +350,7 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 		return nil, err
 	}
 	defer release(conn, true) // preparing leaves nothing on the connection
-	d, err := e.describe(ctx, conn, q)
+	d, err := e.describe(withColumnKeysCache(ctx, &e.keys), conn, q)
 	e.noteFatal(err)
 	return d, err
 }
@@ -403,7 +403,7 @@ func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Req
 		d.Params = append(d.Params, fieldFor(fmt.Sprintf("$%d", i+1), name))
 	}
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
-		d.Schema = resultSchema(ctx, conn, p.sqlText, len(p.params), clientNames(ctx, conn, q))
+		d.Schema = pgTypedSchema(resultSchema(ctx, conn, p.sqlText, len(p.params), clientNames(ctx, conn, q)), pgTableTypes(ctx, conn, q))
 	}
 	return d, nil
 }
@@ -616,10 +616,11 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 		return nil, err
 	}
 	var names, declared, keys []string
+	var pgTypes []pgColumnType
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
 		names, declared = clientNames(ctx, conn, q), declareMore(trinoDeclared(q), trinoTableTypes(ctx, conn, q))
-		keys = mysqlColumnKeys(ctx, conn, q)
-		if rows, ok, err := streamSelect(ctx, conn, p.sqlText, args, p.kind, names, declared, keys, done); ok {
+		keys, pgTypes = mysqlColumnKeys(ctx, conn, q), pgTableTypes(ctx, conn, q)
+		if rows, ok, err := streamSelect(ctx, conn, p.sqlText, args, p.kind, names, declared, keys, pgTypes, done); ok {
 			return rows, err
 		}
 	}
@@ -671,6 +672,7 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 	rename(described, names)
 	declare(described, declared)
 	keyed(described, keys)
+	pgTyped(described, pgTypes)
 	return newStream(rows, described, p.kind, closeAll), nil
 }
 
