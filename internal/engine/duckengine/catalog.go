@@ -269,7 +269,8 @@ var compatSQL = []string{
 		FROM duckdb_constraints() k LEFT JOIN duckdb_constraints() r ON k.constraint_type = 'FOREIGN KEY'
 			AND r.database_name = k.database_name AND r.schema_name = k.schema_name AND r.table_name = k.referenced_table
 			AND r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND list_sort(r.constraint_column_names) = list_sort(k.referenced_column_names)
-		WHERE k.database_name = current_database() AND k.constraint_type IN ('CHECK', 'UNIQUE', 'PRIMARY KEY', 'FOREIGN KEY')`,
+		WHERE k.database_name = current_database() AND k.constraint_type IN ('CHECK', 'UNIQUE', 'PRIMARY KEY', 'FOREIGN KEY')
+		AND NOT (k.constraint_type = 'CHECK' AND regexp_matches(k.expression, ` + lengthCheckSQL + `))`,
 	// A constraint's definition as PostgreSQL writes it ("CHECK ((n > 0))", "PRIMARY KEY (id)";
 	// DuckDB's text is "CHECK((n > 0))"); pretty, a check's outer parentheses go
 	// ("CHECK (n > 0)", psql's \d); a foreign key's ends with its actions (qf_definition is

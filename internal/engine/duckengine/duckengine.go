@@ -518,7 +518,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		// the client's (mysqlvars.go)
 		release(conn, err == nil && !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "set"))
 		e.noteFatal(err)
-		return rows, err
+		return rows, e.checkViolation(ctx, client, err) // a COPY's row (pgcheckerror.go)
 	}
 	if q, err = e.identityWrite(ctx, conn, client, q); err != nil { // pgidentity.go
 		release(conn, true)

@@ -120,6 +120,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.e.noteActions(client)
 		s.e.noteYear(client) // mysqlyear.go
 		rows, err := s.runOwn(ctx, client, own, err)
+		err = s.e.checkViolation(ctx, client, err) // a COPY's row (pgcheckerror.go)
 		if namesForeignKeyChecks(client) {
 			s.fkChecksOff = foreignKeyChecksOff(ctx, s.conn)
 			s.fkPending = !s.fkChecksOff && anyPending(ctx, s.conn)

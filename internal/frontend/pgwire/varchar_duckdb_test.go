@@ -2,11 +2,13 @@ package pgwire_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/pgtest"
 )
@@ -69,4 +71,63 @@ func TestVarcharTypmodAsPostgreSQL(t *testing.T) {
 	execBoth(t, pg, duck, "begin", "create table vt2 (s varchar(4))", "insert into vt2 values ('q')")
 	same("select * from vt2", "select * from vt")
 	execBoth(t, pg, duck, "rollback")
+}
+
+// TestVarcharLengthAsPostgreSQL: a value longer than its varchar(n) or char(n) column is
+// PostgreSQL's 22001 `value too long for type character varying(n)` on every write: INSERT (a
+// literal, a parameter, several rows), UPDATE, INSERT ... SELECT, an upsert's update, COPY
+// FROM; before a violated CHECK of the same row, as PostgreSQL fits values first; characters,
+// not bytes, counted; the length checks appear in no catalog.
+func TestVarcharLengthAsPostgreSQL(t *testing.T) {
+	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "vclength").URL())
+	execBoth(t, pg, duck, "create table vl (id int primary key, v varchar(5), c char(3) check (c <> 'zz'), n int check (n > 0), t text)",
+		"create table vs (s varchar(10))", "insert into vl values (1, 'abc', 'x', 1, 't')", "insert into vs values ('abcdefgh')")
+	steps := []oracleStep{
+		{"insert into vl values (2, 'abcdef', 'x', 1, 't')", nil},
+		{"insert into vl values (2, 'abcde', 'xyzw', 1, 't')", nil},
+		{"insert into vl values (2, 'éééééé', 'x', 1, 't')", nil},
+		{"insert into vl values (2, 'ééééé', 'ééé', 1, 't')", nil},
+		{"insert into vl values ($1, $2, $3, 1, 't')", []any{3, "abcdefg", "x"}},
+		{"insert into vl values (4, 'a', 'b', 1, 't'), (5, 'abcdefg', 'b', 1, 't')", nil},
+		{"insert into vl values (6, 'abcdefg', 'zz', -1, 't')", nil},
+		{"insert into vl values (6, 'abc', 'zz', 1, 't')", nil},
+		{"insert into vl values (6, 'abc', 'z', -1, 't')", nil},
+		{"update vl set v = v || 'xyz' where id = 1", nil},
+		{"update vl set c = $1 where id = 1", []any{"long"}},
+		{"insert into vl (id, v) select 7, s from vs", nil},
+		{"insert into vl values (1, 'a', 'b', 1, 't') on conflict (id) do update set v = 'toolong'", nil},
+		{"insert into vl values (8, null, null, null, repeat('x', 100))", nil},
+	}
+	for _, s := range steps {
+		if want, got := checkError(pg, s.sql, s.args...), checkError(duck, s.sql, s.args...); want != got {
+			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s.sql, want, got)
+		}
+	}
+	for _, data := range []string{"9\tabcdefgh\tx\t1\tt\n", "9\tab\tx\t0\tt\n", "9\tab\tx\t1\tt\n"} {
+		var outcome [2]string
+		for i, c := range []*pgx.Conn{pg, duck} {
+			tag, err := c.PgConn().CopyFrom(context.Background(), strings.NewReader(data), "copy vl from stdin")
+			outcome[i] = tag.String()
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) {
+				outcome[i] = pe.Code + " " + pe.Message
+			} else if err != nil {
+				outcome[i] = err.Error()
+			}
+		}
+		if outcome[0] != outcome[1] {
+			t.Errorf("copy vl from stdin: %q\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", data, outcome[0], outcome[1])
+		}
+	}
+	sameRows(t, pg, duck, "select id, v, c, n, t from vl order by id",
+		"select conname, contype::text from pg_constraint where conrelid = 'vl'::regclass order by conname",
+		"select constraint_name, constraint_type from information_schema.table_constraints where table_name = 'vl' and constraint_name not like '%not_null' order by 1",
+		"select constraint_name from information_schema.check_constraints where constraint_name like 'vl%' and constraint_name not like '%not_null' order by 1")
+	// ALTER TABLE ADD CHECK's validation of the rows there, named or not; the varchar's checks kept
+	for _, s := range []string{"alter table vl add constraint vl_short check (length(t) < 50)", "alter table vl add check (id < 5)",
+		"alter table vl add check (length(t) < 200)", "insert into vl values (10, 'abcdefgh', 'x', 1, 't')"} {
+		if want, got := checkError(pg, s), checkError(duck, s); want != got {
+			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s, want, got)
+		}
+	}
 }
