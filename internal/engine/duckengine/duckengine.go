@@ -382,6 +382,7 @@ func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Req
 		return nil, err
 	}
 	q = e.currvals.written(client, q)
+	q = pgInsertDefaults(ctx, conn, client, q)    // pginsertdefaults.go
 	p, err := prepareGrouped(conn, client, q.SQL) // mysqlgroupby.go
 	if err != nil {
 		return nil, showError(client, q, wrapErr(err))
@@ -520,6 +521,7 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, e.checkViolation(ctx, client, err) // a COPY's row (pgcheckerror.go)
 	}
+	q = pgInsertDefaults(ctx, conn, client, q)                      // pginsertdefaults.go
 	if q, err = e.identityWrite(ctx, conn, client, q); err != nil { // pgidentity.go
 		release(conn, true)
 		return nil, err
