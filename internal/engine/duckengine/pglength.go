@@ -1,6 +1,8 @@
 package duckengine
 
 import (
+	"context"
+	"database/sql"
 	"regexp"
 	"strconv"
 	"strings"
@@ -41,17 +43,50 @@ func lengthChecks(decl *declaredTable) string {
 	}
 	var b strings.Builder
 	for _, c := range decl.columns {
-		n := int(c.typmod) - 4
-		if n <= 0 || c.oid != 1043 && c.oid != 1042 {
-			continue
+		if check := lengthCheck(c.name, c.oid, c.typmod); check != "" {
+			b.WriteString(check + ", ")
 		}
-		b.WriteString("CHECK (character_length(rtrim(" + quoteIdent(c.name))
-		if c.oid == 1043 {
-			b.WriteString(", ' '")
-		}
-		b.WriteString(")) <= " + strconv.Itoa(n) + "), ")
 	}
 	return b.String()
+}
+
+// lengthCheck is the length check of a column of type oid (typmod), "" when it has none.
+func lengthCheck(col string, oid uint32, typmod int32) string {
+	n := int(typmod) - 4
+	if n <= 0 || oid != 1043 && oid != 1042 {
+		return ""
+	}
+	trim := ""
+	if oid == 1043 {
+		trim = ", ' '"
+	}
+	return "CHECK (character_length(rtrim(" + quoteIdent(col) + trim + ")) <= " + strconv.Itoa(n) + ")"
+}
+
+// lengthCheckRetyped is the statements giving a column the length check of its new type
+// (ALTER TABLE ... ALTER COLUMN ... TYPE, pgalter.go): the table created again without its
+// old check and with the new one (rows the new one refuses: 22001), as DuckDB alters no
+// check; none when the check stays the same. DuckDB also changes no type of a column a check
+// names: the statements come before the ALTER.
+func lengthCheckRetyped(ctx context.Context, conn *sql.Conn, schema, table, col string, oldOID uint32, oldMod int32, newOID uint32, newMod int32) ([]string, error) {
+	was, will := lengthCheck(col, oldOID, oldMod), lengthCheck(col, newOID, newMod)
+	if was == will {
+		return nil, nil
+	}
+	// DuckDB writes the column's name bare or quoted
+	names := regexp.QuoteMeta(col) + "|" + regexp.QuoteMeta(quoteIdent(col))
+	old := regexp.MustCompile(`, CHECK\(\(character_length\(rtrim\((?:` + names + `)(?:, ' ')?\)\) <= [0-9]+\)\)`)
+	return tableRebuiltWith(ctx, conn, schema, table, func(ddl string) string {
+		ddl = old.ReplaceAllLiteralString(ddl, "")
+		if will != "" { // before the table's other checks, as it is checked first
+			at := strings.Index(ddl, ", CHECK(")
+			if at < 0 {
+				at = strings.LastIndex(ddl, ")")
+			}
+			ddl = ddl[:at] + ", " + will + ddl[at:]
+		}
+		return ddl
+	})
 }
 
 // withLengthChecks is stmts with decl's length checks first in the CREATE TABLE among them.

@@ -125,7 +125,13 @@ func TestVarcharLengthAsPostgreSQL(t *testing.T) {
 		"select constraint_name from information_schema.check_constraints where constraint_name like 'vl%' and constraint_name not like '%not_null' order by 1")
 	// ALTER TABLE ADD CHECK's validation of the rows there, named or not; the varchar's checks kept
 	for _, s := range []string{"alter table vl add constraint vl_short check (length(t) < 50)", "alter table vl add check (id < 5)",
-		"alter table vl add check (length(t) < 200)", "insert into vl values (10, 'abcdefgh', 'x', 1, 't')"} {
+		"alter table vl add check (length(t) < 200)", "insert into vl values (10, 'abcdefgh', 'x', 1, 't')",
+		// a type changed: the new length holds (Django's AlterField of max_length)
+		"alter table vl alter column v type varchar(8)", "insert into vl values (10, 'abcdefgh', 'x', 1, 't')",
+		"insert into vl values (11, 'abcdefghi', 'x', 1, 't')", "alter table vl alter column v type varchar(3)",
+		"alter table vl alter column c type varchar(1)", "alter table vl alter column c type text",
+		"insert into vl values (11, 'abcdefgh', 'xxxxxxxx', 1, 't')", "alter table vl alter column t type varchar(2)",
+		"alter table vl alter column t type varchar(300)", "insert into vl values (12, 'a', 'b', 1, repeat('t', 301))"} {
 		if want, got := checkError(pg, s), checkError(duck, s); want != got {
 			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", s, want, got)
 		}
