@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -13,10 +12,6 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/queryflux/queryflux/internal/daemontest"
-	"github.com/queryflux/queryflux/internal/mytest"
-	"github.com/queryflux/queryflux/internal/pgtest"
 )
 
 // TestPreparedTransactionsAndTwoPhaseTextThroughRealClients: pgx and psql read
@@ -26,28 +21,7 @@ import (
 // a value (SET @q = 'XA RECOVER' then SELECT @q), while a stored procedure whose body runs XA
 // RECOVER, which MariaDB would store and run, is refused with 1235 and not created.
 func TestPreparedTransactionsAndTwoPhaseTextThroughRealClients(t *testing.T) {
-	dbURL := pgtest.NewDatabase(t)
-	_, myDB := mytest.NewDatabase(t)
-	u := mustURL(t, dbURL)
-	addrs := daemontest.FreeAddrs(t, 3)
-	pgAddr, myAddr, admin := addrs[0], addrs[1], addrs[2]
-	startDaemon(t, nil, []string{pgAddr, myAddr, admin}, "--config", daemontest.WriteFile(t, "qf.yaml", fmt.Sprintf(`queryflux:
-  role: standalone
-  adminApi: {listen: "%s", token: "%s"}
-  frontends:
-    postgres: {enabled: true, listen: "%s"}
-    mysql: {enabled: true, listen: "%s"}
-clusters:
-  - {name: pg, engine: postgres, endpoint: "%s", database: "%s", credentials: {user: "%s"}, maxRunningQueries: 4}
-  - {name: maria, engine: mysql, endpoint: "127.0.0.1:3306", database: "%s", credentials: {user: root}, maxRunningQueries: 4}
-clusterGroups:
-  - {name: main, members: [pg]}
-  - {name: myg, members: [maria]}
-routers:
-  - {type: protocolBased, mysql: myg}
-routingFallback: main
-settings: {security: {trustLoopback: true}}
-`, admin, adminToken, pgAddr, myAddr, u.Host, strings.TrimPrefix(u.Path, "/"), u.User.Username(), myDB)))
+	pgAddr, myAddr := startPostgresAndMariaDaemons(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

@@ -24,17 +24,7 @@ import (
 // psql and pgx get 0A000 for PREPARE TRANSACTION / COMMIT PREPARED on a PostgreSQL engine, the
 // mariadb client and PyMySQL get 1235 for XA on a MariaDB engine, and each connection goes on.
 func TestTwoPhaseCommitRefusedToRealClients(t *testing.T) {
-	dbURL := pgtest.NewDatabase(t)
-	_, myDB := mytest.NewDatabase(t)
-	addrs := daemontest.FreeAddrs(t, 4)
-	pgAddr, pgAdmin, myAddr, myAdmin := addrs[0], addrs[1], addrs[2], addrs[3]
-	startDaemon(t, nil, []string{pgAddr, pgAdmin}, "--config", daemontest.WriteFile(t, "pg.yaml", fmt.Sprintf(`queryflux:
-  role: standalone
-  adminApi: {listen: "%s", token: "%s"}
-  frontends:
-    postgres: {enabled: true, listen: "%s"}
-`, pgAdmin, adminToken, pgAddr)+pgCluster(t, dbURL, 4)))
-	startDaemon(t, nil, []string{myAddr, myAdmin}, "--config", daemontest.WriteFile(t, "my.yaml", mariaStandalone(myAdmin, myAddr, myDB)))
+	pgAddr, myAddr := startPostgresAndMariaDaemons(t)
 
 	t.Run("pgx", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -104,4 +94,22 @@ print(cur.fetchone()[0])
 			t.Fatalf("PyMySQL: %v\n%s", err, s)
 		}
 	})
+}
+
+// startPostgresAndMariaDaemons starts two standalone daemons on databases of their own: a
+// PostgreSQL frontend in front of real PostgreSQL and a MySQL frontend in front of real MariaDB.
+// It returns their client addresses.
+func startPostgresAndMariaDaemons(t *testing.T) (pgAddr, myAddr string) {
+	dbURL := pgtest.NewDatabase(t)
+	_, myDB := mytest.NewDatabase(t)
+	addrs := daemontest.FreeAddrs(t, 4)
+	pgAddr, pgAdmin, myAddr, myAdmin := addrs[0], addrs[1], addrs[2], addrs[3]
+	startDaemon(t, nil, []string{pgAddr, pgAdmin}, "--config", daemontest.WriteFile(t, "pg.yaml", fmt.Sprintf(`queryflux:
+  role: standalone
+  adminApi: {listen: "%s", token: "%s"}
+  frontends:
+    postgres: {enabled: true, listen: "%s"}
+`, pgAdmin, adminToken, pgAddr)+pgCluster(t, dbURL, 4)))
+	startDaemon(t, nil, []string{myAddr, myAdmin}, "--config", daemontest.WriteFile(t, "my.yaml", mariaStandalone(myAdmin, myAddr, myDB)))
+	return pgAddr, myAddr
 }

@@ -293,7 +293,7 @@ func serveControlPlane(ctx context.Context, d *Daemon, f *serveFlags) error {
 	}
 	// On SIGTERM the role stops first: a draining control plane that workers cannot reach must
 	// not evict them, and long-polls bound to the role's context end instead of holding the drain.
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), c, namedServer{"api", listen, c.Handler(), apiTLS})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, d.Metrics, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), c, namedServer{"api", listen, c.Handler(), apiTLS})
 	shutdownRole(d, c)
 	return err
 }
@@ -452,7 +452,7 @@ func serveWorker(ctx context.Context, d *Daemon, f *serveFlags) error {
 	if err := w.Start(roleCtx); err != nil {
 		return err
 	}
-	err = runServers(ctx, roleCtx, cancelRole, d.Logger, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), w, namedServer{"ops", f.opsListen, w.Handler(), opsTLS})
+	err = runServers(ctx, roleCtx, cancelRole, d.Logger, d.Metrics, f.drainDelay, f.drainTimeout, querynode.LimitsOf(q.Limits), w, namedServer{"ops", f.opsListen, w.Handler(), opsTLS})
 	shutdownRole(d, w)
 	return err
 }
@@ -540,7 +540,7 @@ func listenerTLS(node config.NodeTLS, shared config.TLS) (*tls.Config, error) {
 // everything still serves, then it calls stopRole and drains: no new connections, in-flight
 // requests get drainTimeout to finish. Requests' contexts derive from roleCtx, so handlers
 // waiting on the role (long-polls) end when it stops.
-func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, drainDelay, drainTimeout time.Duration, lim netlimit.Limits, r role, servers ...namedServer) error {
+func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger, reg prometheus.Registerer, drainDelay, drainTimeout time.Duration, lim netlimit.Limits, r role, servers ...namedServer) error {
 	errs := make(chan error, len(servers))
 	var running []*http.Server
 	for _, s := range servers {
@@ -548,7 +548,16 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 		if err != nil {
 			return fmt.Errorf("%s listener: %w", s.name, err)
 		}
-		srv := &http.Server{Handler: netlimit.WriteBound(netlimit.BodyTimeout(http.MaxBytesHandler(s.handler, apiBodyBytesMax), lim.MessageTimeout), lim.MessageTimeout),
+		// One source's connections that have not delivered a whole request (half-open, or
+		// sending headers a byte at a time until the handshake timeout) are at most its share
+		// of the limit: with no share, one source held every connection netlimit.HTTP allows
+		// and the workers' heartbeats were turned away.
+		refuse := netlimit.RefuseHTTP
+		if s.tls != nil {
+			refuse = nil
+		}
+		ln = netlimit.PerSource(ln, lim.SourceConnectionsMax, refuse, netlimit.SourceRefused(s.name, netlimit.BoundRefusals(reg), log))
+		srv := &http.Server{Handler: netlimit.RequestsLeaveShare(netlimit.WriteBound(netlimit.BodyTimeout(http.MaxBytesHandler(s.handler, apiBodyBytesMax), lim.MessageTimeout), lim.MessageTimeout)),
 			ReadHeaderTimeout: lim.HandshakeTimeout, MaxHeaderBytes: apiHeaderBytesMax, IdleTimeout: lim.IdleTimeout,
 			BaseContext: func(net.Listener) context.Context { return roleCtx }}
 		netlimit.HTTP(srv, lim.ConnectionsMax)

@@ -379,6 +379,9 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 		now := g.o.Env.Now()
 		g.mu.Lock()
 		why := g.t.suspectGrant(cluster, lease)
+		if why == "" && lease.Holder != "" && HolderWorker(lease.Holder) != HolderWorker(g.o.Holder) {
+			why = answerHolder
+		}
 		var st *slotState
 		var late bool
 		var e effects
@@ -416,6 +419,12 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	g.mu.Unlock()
 	return g.unavailable(cluster, limit, err)
 }
+
+// answerHolder is a grant of a lease the answer itself says another node holds: a control
+// plane that hands one lease to two workers. Using it would run a query on another worker's
+// slot, past the cap; and that lease is not this node's to renew or give back (the control
+// plane refuses both to any session but its holder's), so it is left alone.
+const answerHolder = "holder"
 
 // misbehaved reports an answer of the control plane's that this node did not use (why: the
 // answer kinds of suspectGrant and suspectRenewal): counted, and logged, for an operator.

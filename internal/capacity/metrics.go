@@ -105,7 +105,7 @@ func buildMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"cluster", "outcome"}),
 		MisbehavingAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_capacity_misbehaving_answers_total",
-			Help: "Control-plane lease answers a worker did not use: grants of a lease it holds (duplicate), gave up (ended), revoked or malformed; renewals answered revoked or with another lease (the lease fenced).",
+			Help: "Control-plane lease answers a worker did not use: grants of a lease it holds (duplicate), gave up (ended), revoked, malformed, or held by another worker (holder); renewals answered revoked or with another lease (the lease fenced).",
 		}, []string{"cluster", "kind"}),
 		OverCap: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_capacity_over_cap_total",

@@ -572,12 +572,35 @@ func (f *apiFleet) guard(n *sim.Node, metrics *capacity.Metrics) *capacity.Lease
 	return g
 }
 
+// waiting starts, at at, a worker on node late that asks for a slot of cluster every
+// RetryAskEvery, as a waiting query does, until granted; firstAsk and granted are when.
+func (f *apiFleet) waiting(late *sim.Node, at time.Duration, cluster string, limit int, firstAsk, granted *time.Duration) {
+	f.s.At(at, func() {
+		f.s.Spawn(late, "waiting", func() {
+			g, e := f.guard(late, nil), late.Env()
+			*firstAsk = f.s.Elapsed()
+			for {
+				if _, err := g.Acquire(late.Ctx(), cluster, limit); err == nil {
+					*granted = f.s.Elapsed()
+					return
+				}
+				sleep(late.Ctx(), e, capacity.RetryAskEvery)
+			}
+		})
+	})
+}
+
 // busyClient runs back-to-back queries of length q on cluster c (cap limit) through g until
 // stop, retrying a denied acquire after 2 ms as the proxy core's first back-off does, and calls
 // ran with each query's slot.
 func busyClient(ctx context.Context, e env.Env, g *capacity.LeaseGuard, limit int, q time.Duration, stop time.Time, ran func(capacity.Slot)) {
+	busyOn(ctx, e, g, "c", limit, q, stop, ran)
+}
+
+// busyOn is busyClient on cluster.
+func busyOn(ctx context.Context, e env.Env, g *capacity.LeaseGuard, cluster string, limit int, q time.Duration, stop time.Time, ran func(capacity.Slot)) {
 	for e.Now().Before(stop) {
-		slot, err := g.Acquire(ctx, "c", limit)
+		slot, err := g.Acquire(ctx, cluster, limit)
 		if err != nil {
 			sleep(ctx, e, 2*time.Millisecond)
 			continue
@@ -670,19 +693,7 @@ func TestWaitingWorkerIsGrantedWithinTheCheckBound(t *testing.T) {
 				})
 			}
 		})
-		f.s.At(300*time.Millisecond+time.Duration(seed)*time.Millisecond, func() {
-			f.s.Spawn(late, "waiting", func() {
-				g, e := f.guard(late, nil), late.Env()
-				firstAsk = f.s.Elapsed()
-				for {
-					if _, err := g.Acquire(late.Ctx(), "c", 2); err == nil {
-						granted = f.s.Elapsed()
-						return
-					}
-					sleep(late.Ctx(), e, capacity.RetryAskEvery)
-				}
-			})
-		})
+		f.waiting(late, 300*time.Millisecond+time.Duration(seed)*time.Millisecond, "c", 2, &firstAsk, &granted)
 		if err := f.s.Run(1500 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
@@ -690,6 +701,47 @@ func TestWaitingWorkerIsGrantedWithinTheCheckBound(t *testing.T) {
 		t.Logf("seed %d: busy worker ran %d queries; the waiting worker was granted %v after its first ask", seed, busyQueries, wait)
 		if granted == 0 || wait > capacity.RetryAskEvery+25*time.Millisecond {
 			t.Errorf("seed %d: the waiting worker was granted %v after its first ask (granted: %v): want within %v",
+				seed, wait, granted != 0, capacity.RetryAskEvery+25*time.Millisecond)
+		}
+	}
+}
+
+// TestWaitingWorkerIsGrantedWithinTheCheckBoundOnALaterCluster: a cluster the busy worker
+// starts reusing while its contention watch of another cluster is in flight is watched at once
+// (that watch is sent again covering both): its busy client keeps one lease (one engine tag)
+// until another worker asks, not a new lease per reuse window, and the bound of
+// TestWaitingWorkerIsGrantedWithinTheCheckBound holds for the worker waiting for it.
+func TestWaitingWorkerIsGrantedWithinTheCheckBoundOnALaterCluster(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		f := newAPIFleet(seed)
+		busy, late := f.s.AddNode("busy", nil), f.s.AddNode("late", nil)
+		var firstAsk, granted time.Duration
+		leasesOfD := map[string]bool{} // the busy worker's, before the other worker asks
+		f.s.Spawn(busy, "test", func() {
+			g, e := f.guard(busy, nil), busy.Env()
+			stop := e.Now().Add(1400 * time.Millisecond)
+			e.Go(busy.Ctx(), "client-c", func(ctx context.Context) {
+				busyOn(query.WithAffinity(ctx, 1), e, g, "c", 2, time.Millisecond, stop, func(capacity.Slot) {})
+			})
+			e.Go(busy.Ctx(), "client-d", func(ctx context.Context) {
+				sleep(ctx, e, 100*time.Millisecond) // the watch of c is in flight by now
+				busyOn(query.WithAffinity(ctx, 2), e, g, "d", 1, time.Millisecond, stop, func(s capacity.Slot) {
+					if f.s.Elapsed() < 300*time.Millisecond {
+						leasesOfD[leaseID(s)] = true
+					}
+				})
+			})
+		})
+		f.waiting(late, 300*time.Millisecond+time.Duration(seed)*time.Millisecond, "d", 1, &firstAsk, &granted)
+		if err := f.s.Run(1500 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		wait := granted - firstAsk
+		if len(leasesOfD) != 1 {
+			t.Errorf("seed %d: the busy client of d ran under %d leases in 200 ms uncontended, want 1", seed, len(leasesOfD))
+		}
+		if granted == 0 || wait > capacity.RetryAskEvery+25*time.Millisecond {
+			t.Errorf("seed %d: the worker waiting for d was granted %v after its first ask (granted: %v): want within %v",
 				seed, wait, granted != 0, capacity.RetryAskEvery+25*time.Millisecond)
 		}
 	}

@@ -6,7 +6,7 @@ package config
 //	queryflux:
 //	  limits:
 //	    maxConnections: 1000          # open connections per listener; more are refused
-//	    maxConnectionsPerSource: 250  # one source's connections before login, per frontend
+//	    maxConnectionsPerSource: 250  # one source's connections before login, per frontend and API listener
 //	    handshakeTimeoutSecs: 10      # connect to logged in (or to a request's headers)
 //	    maxPreAuthMessageBytes: 65536 # one client message before login
 //	    maxMessageBytes: 67108864     # one client message after login
@@ -22,8 +22,9 @@ type Limits struct {
 	MessageTimeoutSecs     int `yaml:"messageTimeoutSecs" json:"messageTimeoutSecs"`         // seconds a client message (an HTTP request body included) may take to arrive whole once begun; more ends the connection (0: 30)
 	// MaxConnectionsPerSource is one source address's share of maxConnections on each frontend:
 	// its connections not yet logged in (on Trino HTTP and Flight SQL, which log in per
-	// request: before a request on it logged in); more are refused, counted and logged by
-	// source (0: a quarter of maxConnections, at least 4).
+	// request: before a request on it logged in), and on the admin / worker API and the ops
+	// listener, its connections that have not delivered a whole request; more are refused,
+	// counted and logged by source (0: a quarter of maxConnections, at least 4).
 	MaxConnectionsPerSource int `yaml:"maxConnectionsPerSource" json:"maxConnectionsPerSource"`
 	// MaxHeldBytesPerConnection bounds what one client connection leaves held in this node
 	// between its messages: prepared statements' texts and parameter types, portals and their

@@ -1,7 +1,10 @@
 package netlimit
 
 import (
+	"io"
 	"net"
+	"net/http"
+	"strconv"
 	"sync"
 )
 
@@ -136,4 +139,26 @@ func Authenticated(c net.Conn) {
 		}
 		c = w.NetConn()
 	}
+}
+
+// RefuseHTTP is PerSource's refuse for a plain HTTP listener: a 503 with Retry-After, the
+// connection then closed (a listener that may serve TLS refuses with nil: a close).
+func RefuseHTTP(c net.Conn) {
+	const body = "too many connections from one source\n"
+	_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"+
+		"Content-Type: text/plain; charset=utf-8\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+}
+
+// RequestsLeaveShare takes a connection of PerSource off its source's share once a whole
+// request arrived on it, for an API that authenticates each request by itself (the worker
+// API, whose 401 closes the connection: HTTP): what the share bounds there is connections
+// that never delivered a request in time, left half-open or sending their headers a byte at a
+// time, so that one source cannot hold the listener's ConnectionsMax with them.
+func RequestsLeaveShare(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			AuthenticatedAt(local.String(), r.RemoteAddr)
+		}
+		h.ServeHTTP(w, r)
+	})
 }

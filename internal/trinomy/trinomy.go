@@ -2,7 +2,8 @@
 // does for PostgreSQL: Trino's SHOW and DESCRIBE as queries of MariaDB's information_schema with
 // Trino's columns and type names (show.go), Trino's lexical rules in MariaDB's (a
 // "double-quoted" name in backticks, a string's backslash a backslash, not an escape, `a || b`
-// Trino's concatenation, MariaDB's OR, as CONCAT(a, b)), and Trino's date_add and date_diff. It reads and writes text only: no
+// Trino's concatenation, MariaDB's OR, as CONCAT(a, b)), Trino's date_add and date_diff, and
+// NULLs sorted where Trino sorts them (nulls.go). It reads and writes text only: no
 // connection, no clock, no state but a bounded cache of translations.
 package trinomy
 
@@ -60,7 +61,7 @@ func lexical(sqlText string) string {
 			toks = append(toks, t)
 			changed = changed || t.Kind == sqltok.QuotedIdent || t.Text == "||" ||
 				t.Kind == sqltok.String && strings.Contains(t.Text, `\`) || t.IsWord("date_add") || t.IsWord("date_diff") ||
-				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast") || t.IsWord("uuid") || t.IsWord("json") || t.IsWord("interval") || t.IsWord("row")
+				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast") || t.IsWord("uuid") || t.IsWord("json") || t.IsWord("interval") || t.IsWord("row") || t.IsWord("order")
 		}
 	}
 	query := sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "select", "with")
@@ -93,11 +94,14 @@ func lexical(sqlText string) string {
 		intervalItems(toks, text)
 		rowItems(toks, text, pre, post)
 	}
-	for k, n := range places { // Trino's name of an unaliased expression, MariaDB's its text
-		post[lasts[k]] += " AS _col" + strconv.Itoa(n)
-	}
 	for _, i := range divides {
 		text[i] = "DIV"
+	}
+	if changed {
+		sortNulls(toks, text, pre, post, gapsOf(sqlText, toks))
+	}
+	for k, n := range places { // Trino's name of an unaliased expression, MariaDB's its text
+		post[lasts[k]] += " AS _col" + strconv.Itoa(n)
 	}
 	var b strings.Builder
 	at := 0
@@ -518,4 +522,15 @@ func aliasOnly(toks []sqltok.Token) bool {
 	name := func(t sqltok.Token) bool { return t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent }
 	return len(toks) == 0 || len(toks) == 1 && name(toks[0]) && !toks[0].IsWord("to") ||
 		len(toks) == 2 && toks[0].IsWord("as") && name(toks[1])
+}
+
+// gapsOf is the text before each of toks (blanks, comments) since the one before it.
+func gapsOf(sqlText string, toks []sqltok.Token) []string {
+	gaps := make([]string, len(toks))
+	at := 0
+	for i, t := range toks {
+		gaps[i] = sqlText[at:t.Pos]
+		at = t.Pos + len(t.Text)
+	}
+	return gaps
 }

@@ -22,7 +22,7 @@ func TestLexical(t *testing.T) {
 		{`select date_add('millisecond', n + 1, d), date_diff('millisecond', a, b)`,
 			`select TIMESTAMPADD(MICROSECOND, 1000 * (n + 1), d) AS _col0, TIMESTAMPDIFF(MICROSECOND, a, b) DIV 1000 AS _col1`},
 		{`select date_add(d, interval 1 day) d`, `select date_add(d, interval 1 day) d`},
-		{`select a from t order by a offset 2 limit 3`, `select a from t order by a offset 2 ROWS FETCH FIRST 3 ROWS ONLY`},
+		{`select a from t order by a offset 2 limit 3`, `select a from t order by a IS NULL, a offset 2 ROWS FETCH FIRST 3 ROWS ONLY`},
 		{`select a from t offset ? rows limit ?`, `select a from t offset ? rows FETCH FIRST ? ROWS ONLY`},
 		{`select a from t offset 1`, `select a from t offset 1 ROWS`},
 		{`select a from t offset 1 row fetch next 2 rows only`, `select a from t offset 1 row fetch next 2 rows only`},
@@ -92,5 +92,27 @@ func TestShow(t *testing.T) {
 	}
 	if _, ok := showSQL("show variables like 'x'", s); ok {
 		t.Error("MariaDB's SHOW VARIABLES was taken for Trino's")
+	}
+}
+
+// TestSortNulls: each sort key MariaDB would sort its NULLs otherwise than Trino is preceded by
+// its IS NULL test, through the select item a position or an alias names (outside a set
+// operation) and the column's name (in one); NULLS FIRST / LAST taken out.
+func TestSortNulls(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`select a from t order by a`, `select a from t order by a IS NULL, a`},
+		{`select a from t order by a desc`, `select a from t order by a desc`},
+		{`select a from t order by a nulls first`, `select a from t order by a  `},
+		{`select a from t order by a desc nulls first, "B" asc nulls last`, "select a from t order by a IS NULL DESC, a desc  , `B` IS NULL, `B` asc  "},
+		{`select a x, count(*) c from t group by a order by c, 1 desc nulls first`,
+			`select a x, count(*) c from t group by a order by count(*) IS NULL, c, a IS NULL DESC, 1 desc  `},
+		{`select a + 1 from t union select b from u order by 1`, `select a + 1 AS _col0 from t union select b from u order by _col0 IS NULL, 1`},
+		{`select t.a from t union select b from u order by 1 limit 2`, `select t.a from t union select b from u order by a IS NULL, 1 limit 2`},
+		{`select * from t order by 1`, `select * from t order by 1`},
+		{`select row_number() over (order by a) r from t`, `select row_number() over (order by a IS NULL, a) r from t`},
+	} {
+		if got := SQL(c.in, Session{}); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.in, got, c.want)
+		}
 	}
 }

@@ -110,7 +110,7 @@ var listEnds = map[string]bool{"from": true, "where": true, "group": true, "havi
 // "A"), not a * (t.*), not aliased.
 func unnamed(toks []sqltok.Token) bool {
 	n := len(toks)
-	if toks[n-1].Text == "*" || toks[n-1].Kind == sqltok.Operator || aliased(toks) { // an unfinished item is PostgreSQL's error as written
+	if toks[n-1].Text == "*" || toks[n-1].Kind == sqltok.Operator || Aliased(toks) { // an unfinished item is PostgreSQL's error as written
 		return false
 	}
 	for i, t := range toks { // a name's parts, dotted
@@ -121,9 +121,9 @@ func unnamed(toks []sqltok.Token) bool {
 	return n%2 == 0 || n == 1 && toks[0].Kind == sqltok.Word && expressionWords[strings.ToLower(toks[0].Text)]
 }
 
-// aliased reports whether an item ends in an alias: AS name, or a name after an expression's
+// Aliased reports whether an item ends in an alias: AS name, or a name after an expression's
 // end (`count(*) n`, `a b`, `1 x`; not an interval's unit, not `x is null`).
-func aliased(toks []sqltok.Token) bool {
+func Aliased(toks []sqltok.Token) bool {
 	n := len(toks)
 	if n < 2 {
 		return false

@@ -2,7 +2,7 @@
 // DESCRIBE as queries of PostgreSQL's catalog (show.go), Trino's functions and type names as
 // PostgreSQL's expressions (functions.go), its zoned timestamps as their zones' wall times
 // (zones.go), an unaliased expression's column named _colN, as
-// Trino names it (names.go), and information_schema.columns with Trino's columns
+// Trino names it (names.go), NULLs sorted last in a descending order as Trino sorts them (nulls.go), and information_schema.columns with Trino's columns
 // (infoschema.go). It reads and writes text only: no connection, no clock, no
 // state but a bounded cache of translations.
 package trinopg
@@ -53,8 +53,9 @@ func SQL(sqlText string, s Session) (Translation, error) {
 	valued, values := valuesNamed(read)
 	bytes, binaries := binaryLiterals(valued)
 	doubled, doubles := doubleLiterals(bytes)
-	t.SQL = doubled
-	for _, pass := range [][]edit{zones, calls, names, reads, values, binaries, doubles} {
+	sorted, sorts := nullsLast(doubled)
+	t.SQL = sorted
+	for _, pass := range [][]edit{zones, calls, names, reads, values, binaries, doubles, sorts} {
 		if len(pass) > 0 {
 			t.passes = append(t.passes, pass)
 		}

@@ -103,3 +103,20 @@ func TestZonedTimestamps(t *testing.T) {
 		}
 	}
 }
+
+// TestNullsLast: a descending key that names neither NULLS FIRST nor NULLS LAST sorts its NULLs
+// last, as Trino's; in a window's and an aggregate's ORDER BY too.
+func TestNullsLast(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`select a from t order by a desc, b`, `select a from t order by a desc NULLS LAST, b`},
+		{`select a from t order by a desc nulls first, b desc limit 1`, `select a from t order by a desc nulls first, b desc NULLS LAST limit 1`},
+		{`select rank() over (partition by a order by b desc) from t`, `select rank() over (partition by a order by b desc NULLS LAST) AS _col0 from t`},
+		{`select array_agg(a order by a desc) from t`, `select array_agg(a order by a desc NULLS LAST) AS _col0 from t`},
+		{`select a from t order by a`, `select a from t order by a`},
+	} {
+		tr, err := SQL(c.in, Session{})
+		if err != nil || tr.SQL != c.want {
+			t.Errorf("%s:\n got %s (%v)\nwant %s", c.in, tr.SQL, err, c.want)
+		}
+	}
+}

@@ -52,6 +52,7 @@ type ControlPlane struct {
 	heldCount       heldCounts     // requests held open per worker (held.go)
 	live            int            // workers healthy or stale: bounded by cfg.MaxWorkers (moveCount)
 	refused         refusals       // refused registrations not logged yet (refusals.go)
+	refusedBeats    refusals       // refused heartbeats not logged yet (refusals.go)
 }
 
 // supersedeCount remembers how often a name was registered while its previous registration was
@@ -390,30 +391,39 @@ func (cp *ControlPlane) register(req workerapi.RegisterRequest, token string, no
 	return superseded, nil
 }
 
-// heartbeat records hb from worker name at now; ok=false if the worker is no longer online.
-func (cp *ControlPlane) heartbeat(name, tokenHash string, hb workerapi.Heartbeat, now time.Time) (Transition, bool) {
+// ErrReplayedHeartbeat refuses a heartbeat whose sequence number is not after the last one
+// kept for its session: a worker numbers every beat it builds one more than the last, and each
+// reaches one replica, so such a beat is a replay (of a beat seen on the wire, by whoever holds
+// the session's token) or one delayed past its successor (its sender has long stopped waiting
+// for the answer). It is not taken as a sign of life.
+var ErrReplayedHeartbeat = errors.New("controlplane: heartbeat sequence number not after the last one kept for this session (replayed or reordered)")
+
+// heartbeat records hb from worker name at now; ok=false if the worker is no longer online, and
+// err ErrReplayedHeartbeat if hb's sequence number is not after the last kept.
+func (cp *ControlPlane) heartbeat(name, tokenHash string, hb workerapi.Heartbeat, now time.Time) (Transition, bool, error) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	en := cp.workers[name]
 	if en == nil || en.rec.TokenHash != tokenHash {
-		return Transition{}, false // evicted or superseded since AuthWorker
+		return Transition{}, false, nil // evicted or superseded since AuthWorker
+	}
+	if en.rec.Heartbeat != nil && hb.Seq <= en.rec.Heartbeat.Seq {
+		return Transition{}, true, fmt.Errorf("%w: seq %d, the last kept %d", ErrReplayedHeartbeat, hb.Seq, en.rec.Heartbeat.Seq)
 	}
 	tr, ok := en.life.Heartbeat(now)
 	if !ok {
-		return tr, false
+		return tr, false, nil
 	}
-	if en.rec.Heartbeat == nil || hb.Seq > en.rec.Heartbeat.Seq {
-		en.rec.Heartbeat = &hb // a reordered older beat still counts as alive, but is not kept
-		en.rec.LastHeartbeat = now
-		if len(hb.Frontends) > 0 {
-			en.rec.Frontends = slices.Clone(hb.Frontends)
-		}
+	en.rec.Heartbeat = &hb
+	en.rec.LastHeartbeat = now
+	if len(hb.Frontends) > 0 {
+		en.rec.Frontends = slices.Clone(hb.Frontends)
 	}
 	cp.dirty[name] = true
 	if tr.Changed() {
 		cp.moveCount(tr.From, tr.To)
 	}
-	return tr, true
+	return tr, true, nil
 }
 
 // sortedNames returns the worker names in order; callers hold mu.

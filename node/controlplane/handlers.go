@@ -69,6 +69,7 @@ func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) 
 	name, hash, err := cp.authWorker(r)
 	if err != nil {
 		cp.metrics.heartbeats.WithLabelValues("unauthorized").Inc()
+		cp.noteRefusedBeat("", err, cp.e.Now())
 		workerapi.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
 		return
 	}
@@ -79,12 +80,20 @@ func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) 
 	}
 	if err != nil {
 		cp.metrics.heartbeats.WithLabelValues("bad_request").Inc()
+		cp.noteRefusedBeat(name, err, cp.e.Now())
 		workerapi.WriteBadRequest(w, err)
 		return
 	}
-	tr, ok := cp.heartbeat(name, hash, hb, cp.e.Now())
-	if !ok {
+	tr, ok, err := cp.heartbeat(name, hash, hb, cp.e.Now())
+	switch {
+	case err != nil:
+		cp.metrics.heartbeats.WithLabelValues("replayed").Inc()
+		cp.noteRefusedBeat(name, err, cp.e.Now())
+		workerapi.WriteError(w, http.StatusConflict, err.Error(), "seq")
+		return
+	case !ok:
 		cp.metrics.heartbeats.WithLabelValues("unauthorized").Inc()
+		cp.noteRefusedBeat(name, ErrUnauthorized, cp.e.Now())
 		workerapi.WriteError(w, http.StatusUnauthorized, ErrUnauthorized.Error(), "Authorization")
 		return
 	}

@@ -24,7 +24,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_controlplane_worker_heartbeats_total",
-			Help: "Worker heartbeats by result (ok, unauthorized, bad_request).",
+			Help: "Worker heartbeats by result (ok, unauthorized, bad_request, replayed: a sequence number not after the last kept for its session). Every refused one is in the log's rate-limited \"worker heartbeats refused\" line.",
 		}, []string{"result"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_controlplane_worker_transitions_total",

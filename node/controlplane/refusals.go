@@ -7,17 +7,20 @@ import (
 	"time"
 )
 
-// Refused registrations (a full registry) are logged the first time at once, then at most
-// once per refusedLogEvery, one line with how many were refused since the last, from when,
-// and the first few names they asked for, each quoted: a worker that retries in a loop, or
-// a client holding the worker secret that invents names, cannot flood the log, nor write
-// into it anything but a quoted string.
+// Refused registrations (a full registry) and refused heartbeats (a token no session has, a
+// malformed body, a replayed or reordered beat) are logged the first time at once, then at
+// most once per refusedLogEvery, one line of each kind with how many were refused since the
+// last, from when, and the first few names they asked for (registrations) or were sent under
+// (heartbeats of a session; an unknown token names none), each quoted: a worker that retries
+// in a loop, or a client holding the worker secret that invents names or tokens, cannot flood
+// the log, nor write into it anything but a quoted string. No token is ever part of a line.
 const (
 	refusedLogEvery = time.Minute
 	refusedNamesMax = 5
 )
 
-// refusals are the refused registrations not logged yet (ControlPlane.refused, under mu).
+// refusals are the refused registrations (ControlPlane.refused) or heartbeats
+// (ControlPlane.refusedBeats) not logged yet, under mu.
 type refusals struct {
 	count    int
 	since    time.Time // the first of them
@@ -28,35 +31,49 @@ type refusals struct {
 
 // noteRefused counts a refused registration of name at now and logs what is due.
 func (cp *ControlPlane) noteRefused(name string, err error, now time.Time) {
+	cp.note(&cp.refused, name, err, now)
+}
+
+// noteRefusedBeat counts a refused heartbeat sent under name's session ("" for a token of no
+// session) at now and logs what is due.
+func (cp *ControlPlane) noteRefusedBeat(name string, err error, now time.Time) {
+	cp.note(&cp.refusedBeats, name, err, now)
+}
+
+func (cp *ControlPlane) note(r *refusals, name string, err error, now time.Time) {
 	cp.mu.Lock()
-	r := &cp.refused
 	if r.count == 0 {
 		r.since = now
 	}
 	r.count++
 	r.reason = err.Error()
-	if len(r.names) < refusedNamesMax && !slices.Contains(r.names, name) {
+	if name != "" && len(r.names) < refusedNamesMax && !slices.Contains(r.names, name) {
 		r.names = append(r.names, name)
 	}
 	cp.mu.Unlock()
 	cp.logRefused(now)
 }
 
-// logRefused writes the refusals line when one is due: some refusals are waiting and the last
-// line is refusedLogEvery old (or there was none). The reaper's tick calls it too, so that
-// the count at the end of a burst is logged.
+// logRefused writes each kind's refusals line when one is due: some refusals are waiting and
+// the last line is refusedLogEvery old (or there was none). The reaper's tick calls it too, so
+// that the count at the end of a burst is logged.
 func (cp *ControlPlane) logRefused(now time.Time) {
+	cp.logRefusals(&cp.refused, "worker registrations refused", now)
+	cp.logRefusals(&cp.refusedBeats, "worker heartbeats refused", now)
+}
+
+func (cp *ControlPlane) logRefusals(p *refusals, msg string, now time.Time) {
 	cp.mu.Lock()
-	r := cp.refused
+	r := *p
 	due := r.count > 0 && (r.loggedAt.IsZero() || now.Sub(r.loggedAt) >= refusedLogEvery)
 	if due {
-		cp.refused = refusals{loggedAt: now}
+		*p = refusals{loggedAt: now}
 	}
 	cp.mu.Unlock()
 	if !due {
 		return
 	}
-	cp.e.Logger().Warn("worker registrations refused", "refused", r.count, "since", r.since,
+	cp.e.Logger().Warn(msg, "refused", r.count, "since", r.since,
 		"names", quotedNames(r.names, r.count), "err", r.reason, "nextLineAfter", refusedLogEvery)
 }
 

@@ -72,6 +72,44 @@ const killerReadsMax = 200
 // check reads; text deeper that may hold what it looks for is refused.
 const textDepthMax = 3
 
+// textReads counts one check's readings of text (a statement, the strings in it that may run,
+// the strings in those...), which killerReadsMax bounds.
+type textReads struct{ reads int }
+
+// another counts one more reading, false past killerReadsMax.
+func (c *textReads) another() bool {
+	c.reads++
+	return c.reads <= killerReadsMax
+}
+
+// readForms reads text an engine runs as SQL, given as the forms its literal may stand for, in
+// each of readings (once where they all read it alike), one level deeper, with in: the first
+// thing in names. A form that may not hold what the check looks for is not read; one that may,
+// past textDepthMax deep or killerReadsMax readings, is tooIntricate.
+func (c *textReads) readForms(forms []string, readings []engineReading, depth int,
+	may func(string) bool, in func([]sqltok.Token, engineReading, int) string) string {
+	for _, f := range forms {
+		if !may(f) {
+			continue
+		}
+		if depth >= textDepthMax {
+			return tooIntricate
+		}
+		for _, r := range readings {
+			if !c.another() {
+				return tooIntricate
+			}
+			if what := in(r.tokens(f), r, depth+1); what != "" {
+				return what
+			}
+			if readingsAgree(f) {
+				break
+			}
+		}
+	}
+	return ""
+}
+
 // killerScan is one statement check's state: what it looks for, and how much it has read.
 type killerScan struct {
 	// names are looked for in text that runs; as words and quoted names too where words is
@@ -84,7 +122,7 @@ type killerScan struct {
 	// deeper are what text that runs must hold for a reading of it as SQL to find more than
 	// names does.
 	deeper []string
-	reads  int
+	textReads
 }
 
 // newKillerScan is the scan for what ends engine sessions.
@@ -151,7 +189,7 @@ func (s *killerScan) killerIn(toks []sqltok.Token, r engineReading, depth int) (
 		if t.Kind != sqltok.Comment || !isExecutableComment(t.Text) {
 			continue
 		}
-		if s.reads++; s.reads > killerReadsMax {
+		if !s.another() {
 			return tooIntricate, true
 		}
 		inner := sqltok.Tokenize(executableText(t.Text), sqltok.MySQL)
@@ -314,23 +352,11 @@ func (s *killerScan) killerInText(forms []string, r engineReading, depth int) st
 			return fn
 		}
 	}
-	for _, f := range forms {
-		if containedIn(f, s.deeper) == "" {
-			continue // nothing more a reading of it could find
-		}
-		if depth >= textDepthMax {
-			return tooIntricate
-		}
-		for _, inner := range engineReadings {
-			if s.reads++; s.reads > killerReadsMax {
-				return tooIntricate
-			}
-			if what, _ := s.killerIn(inner.tokens(f), inner, depth+1); what != "" {
-				return what
-			}
-		}
-	}
-	return ""
+	mayKill := func(f string) bool { return containedIn(f, s.deeper) != "" }
+	return s.readForms(forms, engineReadings, depth, mayKill, func(toks []sqltok.Token, r engineReading, depth int) string {
+		what, _ := s.killerIn(toks, r, depth)
+		return what
+	})
 }
 
 // killStatementAt reports whether the word KILL at toks[i] starts a KILL statement: it leads

@@ -107,6 +107,7 @@ func TestSessionKillersInTextThatRuns(t *testing.T) {
 		"select 1 # 1, pg_cancel_backend(12)\n",
 		"select /* /* */ 'x */ , pg_cancel_backend(12) --'",
 		"select $$'$$, pg_cancel_backend(12)",
+		"EXECUTE IMMEDIATE 'select $a$ ; KILL 12 ; $a$'", // in text that runs: MySQL's reading only
 		"COPY notes FROM PROGRAM 'psql -c \"select pg_cancel_backend(12)\"'",
 	}
 	for _, protocol := range []string{query.ProtocolPostgres, query.ProtocolMySQL, query.ProtocolTrino, query.ProtocolFlightSQL} {
@@ -249,6 +250,28 @@ func TestShapeMarkedPlainOnlyWhereItsKinAre(t *testing.T) {
 		}
 		if check(pair[1], sqltok.Shaped(pair[1], s)) == nil {
 			t.Errorf("%q passed by the shape of %q", pair[1], pair[0])
+		}
+	}
+}
+
+// TestTextChecksStopAtTheirDepth: the three checks that read text an engine runs as SQL
+// (session killers, SQL assembled at run time, two-phase statements) read it textDepthMax deep
+// and refuse what may hold their words deeper, as too intricate to check.
+func TestTextChecksStopAtTheirDepth(t *testing.T) {
+	checks := map[string]func(*query.Request) error{
+		"killers": checkSessionKillers, "run-time SQL": checkRunTimeSQL, "two-phase": checkTwoPhase,
+	}
+	text := "SELECT 'kill xa'" // each check's words, in a value
+	for depth := 1; depth <= textDepthMax+2; depth++ {
+		text = "PREPARE s FROM '" + strings.ReplaceAll(text, "'", "''") + "'"
+		for name, check := range checks {
+			err := check(&query.Request{SQL: text, Protocol: query.ProtocolMySQL})
+			switch {
+			case depth <= textDepthMax && err != nil:
+				t.Errorf("%s, text %d deep: %v, want it read and passed", name, depth, err)
+			case depth == textDepthMax+2 && (err == nil || !strings.Contains(err.Error(), "intricate")):
+				t.Errorf("%s, text %d deep: %v, want refused as too intricate", name, depth, err)
+			}
 		}
 	}
 }

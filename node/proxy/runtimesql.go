@@ -46,7 +46,7 @@ var routineLanguages = []string{"sql", "plpgsql"}
 var literalFollowers = []string{"using", "into", "loop"}
 
 // runTimeScan is one statement's check: how much text it has read.
-type runTimeScan struct{ reads int }
+type runTimeScan struct{ textReads }
 
 // checkRunTimeSQL refuses req when it would have an engine run SQL that is not a literal the
 // proxy reads.
@@ -206,7 +206,7 @@ func (s *runTimeScan) in(toks []sqltok.Token, r engineReading, depth int) string
 		if t.Kind != sqltok.Comment || !isExecutableComment(t.Text) {
 			continue
 		}
-		if s.reads++; s.reads > killerReadsMax {
+		if !s.another() {
 			return tooIntricate
 		}
 		inner := sqltok.Tokenize(executableText(t.Text), sqltok.MySQL)
@@ -495,26 +495,7 @@ func literalTexts(st []sqltok.Token, i int) (forms []string, next int, ok bool) 
 // readText reads text the engine runs (each form of a literal) as SQL, in every engine's
 // reading, one level deeper.
 func (s *runTimeScan) readText(forms []string, depth int) string {
-	for _, f := range forms {
-		if !mayRunTimeSQL(f) {
-			continue
-		}
-		if depth >= textDepthMax {
-			return tooIntricate
-		}
-		for _, inner := range engineReadings {
-			if s.reads++; s.reads > killerReadsMax {
-				return tooIntricate
-			}
-			if what := s.in(inner.tokens(f), inner, depth+1); what != "" {
-				return what
-			}
-			if readingsAgree(f) {
-				break
-			}
-		}
-	}
-	return ""
+	return s.readForms(forms, engineReadings, depth, mayRunTimeSQL, s.in)
 }
 
 func hasFoldAt(s string, i int, word string) bool {

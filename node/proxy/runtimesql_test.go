@@ -28,6 +28,7 @@ func TestRunTimeSQLRefused(t *testing.T) {
 		"prepare s from concat('KI', 'LL 12')",
 		"EXECUTE IMMEDIATE CONCAT('KI', 'LL 12')",
 		"EXECUTE IMMEDIATE @q",
+		"EXECUTE IMMEDIATE 'select $a$ ; EXECUTE IMMEDIATE @q ; $a$'", // only MySQL's reading of the text sees it
 		"EXECUTE IMMEDIATE ?",
 		"EXECUTE IMMEDIATE 'KI' 'LL 12'",
 		"EXECUTE IMMEDIATE 'KI' /* c */ 'LL 12'",

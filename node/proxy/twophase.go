@@ -68,7 +68,7 @@ func checkTwoPhase(req *query.Request) error {
 func mayTwoPhase(sql string) bool { return sharedNeedsOf(sql)&needTwoPhase != 0 }
 
 // twoPhaseScan is one request's check: how much text it has read.
-type twoPhaseScan struct{ reads int }
+type twoPhaseScan struct{ textReads }
 
 // in names the two-phase statement an engine reading toks as r would run, or "". depth is how
 // deep in text run as SQL toks are.
@@ -115,23 +115,7 @@ func (s *twoPhaseScan) statementsIn(toks []sqltok.Token, depth int) string {
 // read reads text an engine runs (each form of a literal) as SQL in each of readings, one
 // level deeper.
 func (s *twoPhaseScan) read(forms []string, readings []engineReading, depth int) string {
-	for _, f := range forms {
-		if !mayTwoPhase(f) {
-			continue // nothing a reading of it could find
-		}
-		if depth >= textDepthMax {
-			return tooIntricate
-		}
-		for _, r := range readings {
-			if s.reads++; s.reads > killerReadsMax {
-				return tooIntricate
-			}
-			if what := s.in(r.tokens(f), r, depth+1); what != "" {
-				return what
-			}
-		}
-	}
-	return ""
+	return s.readForms(forms, readings, depth, mayTwoPhase, s.in)
 }
 
 // twoPhaseStatement names the two-phase statement st (a statement's significant tokens) is or

@@ -22,6 +22,7 @@ const (
 	failing     // 503 whose error text carries the worker's secret
 	unreadable  // 200 with a body that is not the answer
 	partialTake // history: 200 taking none of the records
+	slower      // heartbeat: 200 asking for a heartbeat every 7 s
 )
 
 // TestHeartbeatAnswersAreRecorded: each heartbeat's outcome is returned, counted
@@ -48,6 +49,9 @@ func TestHeartbeatAnswersAreRecorded(t *testing.T) {
 		case partialTake:
 			rw.WriteHeader(http.StatusOK)
 			_, _ = rw.Write([]byte(`{"accepted":0}`))
+		case slower:
+			rw.Header().Set("Content-Type", "application/json")
+			_, _ = rw.Write([]byte(`{"state":"active","heartbeatIntervalSecs":7}`))
 		default:
 			if r.URL.Path == history.PathWorkerHistory {
 				_, _ = rw.Write([]byte(`{"accepted":1}`))
@@ -113,6 +117,41 @@ func TestHeartbeatAnswersAreRecorded(t *testing.T) {
 	if !strings.Contains(logs, "HTTP 503: store down") || strings.Contains(logs, secret) {
 		t.Fatalf("the log shows the worker's secret, or not the failure:\n%s", logs)
 	}
+	// The heartbeat duty itself logs the same way; a beat cut short by the worker's stop (its
+	// context ended) is no control-plane failure and logs nothing.
+	mode.Store(failing)
+	w.beat(ctx, time.Time{})
+	mode.Store(answering)
+	w.beat(ctx, time.Time{})
+	// The interval the control plane answers is the worker's from then on (it may change after
+	// the registration: a control plane's configuration reloaded).
+	mode.Store(slower)
+	beatAt := f.e.Now()
+	if next := w.beat(ctx, time.Time{}).Sub(beatAt); next < 6*time.Second || next > 8*time.Second {
+		t.Fatalf("after a heartbeat answered with a 7 s interval the next is due in %v, want about 7 s", next)
+	}
+	mode.Store(answering)
+	w.beat(ctx, time.Time{})
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	w.beat(stopped, time.Time{})
+	logs = f.logs.String()
+	if failed, back := strings.Count(logs, "heartbeat failed"), strings.Count(logs, "heartbeats reach the control plane again"); failed != 2 || back != 2 {
+		t.Fatalf("after the duty's failed and answered beats and a beat of a stopped worker: %d failures and %d recoveries logged, want 2 and 2:\n%s", failed, back, logs)
+	}
+
+	// A control plane that cannot be reached at all: an error counted and shown, no answer read.
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	gone := New(f.e, Config{ControlPlaneURL: down.URL, Secret: secret, Name: "w-gone", Version: "1.0",
+		HeartbeatInterval: time.Hour, HealthProbeInterval: time.Hour, LagThreshold: time.Hour}, &http.Client{})
+	if err := gone.SendHeartbeat(ctx); err == nil || gone.Status().ConsecutiveFailures != 1 ||
+		testutil.ToFloat64(gone.metrics.heartbeats.WithLabelValues("error")) != 1 {
+		t.Fatalf("a heartbeat to a control plane that is not there: %v, %d failures; want an error, counted", err, gone.Status().ConsecutiveFailures)
+	}
+	if err := gone.sendHistory(ctx, &history.QueryRecordBatchV1{Records: []history.Record{{QueryID: "q-0"}}}); err == nil {
+		t.Fatal("a history batch to a control plane that is not there: no error")
+	}
 
 	batch := &history.QueryRecordBatchV1{Records: []history.Record{{QueryID: "q-1", User: "bob", Status: "succeeded"}}}
 	mode.Store(answering)
@@ -130,5 +169,46 @@ func TestHeartbeatAnswersAreRecorded(t *testing.T) {
 	mode.Store(partialTake)
 	if err := w.sendHistory(ctx, batch); err == nil || !strings.Contains(err.Error(), "took 0 of 1") {
 		t.Fatalf("a history batch half taken: %v; want the records not taken named", err)
+	}
+}
+
+// TestUnhealthyHeartbeatIsSentAtOnce: a change of the worker's self-health is told to the
+// control plane at once, not at the next heartbeat (here an hour away: the control plane's
+// answers ask for one an hour), and the loop lag it saw is the gauge's.
+func TestUnhealthyHeartbeatIsSentAtOnce(t *testing.T) {
+	f := newFleet(t)
+	slow := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != workerapi.PathHeartbeat {
+			f.cp.Handler().ServeHTTP(rw, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		f.cp.Handler().ServeHTTP(rec, r)
+		if rec.Code != http.StatusOK {
+			rw.WriteHeader(rec.Code)
+			_, _ = rw.Write(rec.Body.Bytes())
+			return
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		_, _ = rw.Write([]byte(`{"state":"active","heartbeatIntervalSecs":3600}`))
+	}))
+	t.Cleanup(slow.Close)
+	w := f.worker("w1", nil, func(c *Config) { c.ControlPlaneURL, c.HealthProbeInterval = slow.URL, time.Hour })
+	w.Start(f.ctx)
+	f.eventually("first beat", func() bool { return w.Status().LastHeartbeatAckAt.After(time.Time{}) })
+	before := w.Status().HeartbeatSeq
+	for range 3 {
+		w.ObserveLag(f.e.Now(), time.Second)
+	}
+	if lag := testutil.ToFloat64(w.metrics.loopLag); lag != 1 {
+		t.Fatalf("loop lag gauge %v after a probe that woke 1 s late, want 1", lag)
+	}
+	f.eventually("an immediate beat", func() bool { return f.info("w1").Health == workerapi.HealthUnhealthy })
+	if w.Status().HeartbeatSeq <= before {
+		t.Fatal("no new heartbeat")
+	}
+	w.ObserveLag(f.e.Now(), 0)
+	if lag := testutil.ToFloat64(w.metrics.loopLag); lag != 0 {
+		t.Fatalf("loop lag gauge %v after a probe on time, want 0", lag)
 	}
 }

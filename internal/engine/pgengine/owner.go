@@ -27,7 +27,7 @@ type ownerCtxKey struct{}
 // forStatement is ctx carrying what the pool readies a connection with for q: its search_path
 // (searchpath.go) and its user.
 func forStatement(ctx context.Context, q *query.Request) context.Context {
-	return context.WithValue(withSearchPath(ctx, q), ownerCtxKey{}, q.User)
+	return query.WithValue(withSearchPath(ctx, q), ownerCtxKey{}, q.User)
 }
 
 // resetForOwner discards conn's session state when ctx's statement is another user's than the

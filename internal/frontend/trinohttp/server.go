@@ -161,8 +161,11 @@ type Server struct {
 	log     *slog.Logger
 	started time.Time
 
-	ctx    context.Context // ends on Close, which cancels every held query (cancelHeld)
-	values context.Context // ctx without its cancel: the parent of every query's context
+	ctx context.Context // ends on Close, which cancels every held query (cancelHeld)
+	// values is the parent of every query's context: ctx's values without its cancel. ctx carries
+	// none, so it is context.Background(): context.WithoutCancel's Value allocates its context
+	// again on every lookup that reaches it (4 a statement, 16 bytes each).
+	values context.Context
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
@@ -201,7 +204,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	}
 	opts.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{backend: backend, opts: opts, log: opts.Logger, started: time.Now(), ctx: ctx, cancel: cancel, values: context.WithoutCancel(ctx),
+	s := &Server{backend: backend, opts: opts, log: opts.Logger, started: time.Now(), ctx: ctx, cancel: cancel, values: context.Background(),
 		queries: map[string]*runningQuery{}, txns: map[string]*transaction{}, userTxns: map[string]int{}, refusals: netlimit.BoundRefusals(opts.Registerer), work: make(chan func()),
 		shapes: newShapes()}
 	registerSpins(opts.Registerer, rawconn.Spins)
@@ -320,7 +323,7 @@ func (s *Server) Serve(l net.Listener) error {
 	// HTTP authenticates requests, not connections: a connection counts in its source's share
 	// until a request on it logged in (authenticate). A refusal is a 503 on a plain listener;
 	// one that may serve TLS closes at once.
-	refuse := refuseSource
+	refuse := netlimit.RefuseHTTP
 	if s.opts.TLS != nil {
 		refuse = nil
 	}
@@ -877,12 +880,4 @@ func (s *Server) forget(q *runningQuery) {
 		delete(s.queries, q.id)
 	}
 	s.mu.Unlock()
-}
-
-// refuseSource answers a connection over its source's share of the connection limit with a
-// 503, as the listener answers one over the limit (netlimit.HTTP).
-func refuseSource(c net.Conn) {
-	const body = "too many connections from one source\n"
-	_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"+
-		"Content-Type: text/plain; charset=utf-8\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
 }

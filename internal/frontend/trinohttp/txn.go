@@ -100,9 +100,23 @@ func transactionVerb(sql string) string {
 			return "start"
 		}
 	case strings.EqualFold(verb, "COMMIT"):
-		return "commit"
+		return endVerb(p, "commit")
 	case strings.EqualFold(verb, "ROLLBACK"):
-		return "rollback"
+		return endVerb(p, "rollback")
+	}
+	return ""
+}
+
+// endVerb is verb when the rest of a COMMIT or ROLLBACK is Trino's (nothing, or WORK), or
+// TRANSACTION as engines take it; any other statement beginning with the word (COMMIT PREPARED
+// 'gid', ROLLBACK TO SAVEPOINT s) is not the transaction's end: it is the engine's (the core
+// refuses two-phase commit on every wire).
+func endVerb(p *literalParser, verb string) string {
+	if !p.keyword("WORK") {
+		p.keyword("TRANSACTION")
+	}
+	if p.end() {
+		return verb
 	}
 	return ""
 }

@@ -238,3 +238,24 @@ func TestCloseMidResultStopsTheEngineInAndOutOfTransactions(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestOnlyATransactionsEndEndsIt: COMMIT and ROLLBACK end a client's transaction, as do
+// Trino's COMMIT WORK and the engines' COMMIT TRANSACTION; a statement that only begins with
+// one of the words (two-phase commit's COMMIT PREPARED 'gid', ROLLBACK TO SAVEPOINT) is the
+// engine's statement, checked by the core, never taken for the transaction's end (it was:
+// COMMIT PREPARED 'gid' in a transaction committed it, outside one was "No transaction in
+// progress" instead of the two-phase refusal).
+func TestOnlyATransactionsEndEndsIt(t *testing.T) {
+	for sql, want := range map[string]string{
+		"COMMIT": "commit", "commit;": "commit", " Commit Work ; ": "commit", "commit transaction": "commit",
+		"ROLLBACK": "rollback", "rollback work": "rollback", "ROLLBACK TRANSACTION;": "rollback",
+		"START TRANSACTION": "start", "use c.s": "use",
+		"COMMIT PREPARED 'g'": "", "commit  prepared 'g'": "", "rollback prepared 'g'": "",
+		"ROLLBACK TO SAVEPOINT s": "", "rollback to s": "", "commit work prepared": "",
+		"COMMIT AND CHAIN": "", "commit 'x'": "", "committed": "", "select 1": "",
+	} {
+		if got := transactionVerb(sql); got != want {
+			t.Errorf("transactionVerb(%q) = %q, want %q", sql, got, want)
+		}
+	}
+}
