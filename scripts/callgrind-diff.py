@@ -7,7 +7,7 @@ other goroutines ran meanwhile)."""
 import re, subprocess, sys
 
 def counts(path, inclusive):
-    args = ["callgrind_annotate", "--threshold=100"] + (["--inclusive=yes"] if inclusive else []) + [path]
+    args = ["callgrind_annotate", "--threshold=100", "--auto=no"] + (["--inclusive=yes"] if inclusive else []) + [path]
     out = subprocess.run(args, capture_output=True, text=True).stdout
     got = {}
     for line in out.splitlines():

@@ -39,8 +39,11 @@ func resetForOwner(ctx context.Context, conn *pgx.Conn, after func(context.Conte
 	}
 	data := conn.PgConn().CustomData()
 	last, had := data[ownerKey].(string)
+	if had && last == owner {
+		return nil // the same user's again, as most statements are: nothing to store either
+	}
 	data[ownerKey] = owner
-	if !had || last == owner {
+	if !had {
 		return nil
 	}
 	if err := conn.DeallocateAll(ctx); err != nil {
