@@ -6,7 +6,7 @@ SEEDS     ?= 1000
 REPLAY_SECS ?= 120
 PARALLEL  ?= 2
 
-.PHONY: replay-validate check-config run build test test-deps test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: replay-validate check-config run build test test-long test-deps test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio tidy unit fuzz determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -99,6 +99,15 @@ TEST_PACKAGES_AT_ONCE ?= 3
 unit:
 	$(GO) vet ./...
 	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) test -count=1 -p $(TEST_PACKAGES_AT_ONCE) -timeout 12m ./...
+	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) run ./internal/pgtest/leftovers
+
+# The long tests make test leaves out (internal/testlong: each names the test that keeps a smoke
+# of its capability in make test), and the long counts of the tests that draw fewer seeds or rapid
+# cases in make test. `go run ./internal/testlong/list` lists them.
+test-long:
+	@pkgs=$$($(GO) run ./internal/testlong/list packages) && run=$$($(GO) run ./internal/testlong/list run) && \
+	echo "QUERYFLUX_TEST_LONG=1 go test -run '$$run' $$pkgs" && \
+	QUERYFLUX_TEST_LONG=1 QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) test -count=1 -p $(TEST_PACKAGES_AT_ONCE) -timeout 40m -run "$$run" $$pkgs
 	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) run ./internal/pgtest/leftovers
 
 # Each fuzz target runs for $(FUZZTIME): long enough to catch shallow crashes, short enough for CI.

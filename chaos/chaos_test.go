@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/testlong"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/scenarios"
 )
@@ -142,6 +143,7 @@ func assertAgree(t *testing.T, rep *Report, want ...string) {
 }
 
 func TestRegistryCrashRealAgreesWithSim(t *testing.T) {
+	testlong.Skip(t, "TestRegistryPartitionRealAgreesWithSim")
 	t.Parallel()
 	rep := runReal(t, "registry-crash.yaml")
 	assertAgree(t, rep, "evictions", "heartbeats received (all workers)", "w-1 evicted after last heartbeat (crash@30s)",
@@ -160,6 +162,7 @@ func TestRegistryPartitionRealAgreesWithSim(t *testing.T) {
 }
 
 func TestRegistryControlPlaneRestartRealAgreesWithSim(t *testing.T) {
+	testlong.Skip(t, "TestRegistryPartitionRealAgreesWithSim")
 	t.Parallel()
 	rep := runReal(t, "registry-cp-restart.yaml")
 	assertAgree(t, rep, "evictions", "heartbeats received (all workers)")
@@ -458,6 +461,7 @@ func TestCrashWithoutFenceRealPostgresEndsOrphansAsSim(t *testing.T) {
 // them and w-2's together, twice the cap, as the simulator's mysql model says. A statement that
 // stopped with its client (one long SLEEP looks at the connection every 5 s) would leave 2.
 func TestCrashWithoutFenceRealMariaDBRunsOrphansAsSim(t *testing.T) {
+	testlong.Skip(t, "TestCrashWithoutFenceRealPostgresEndsOrphansAsSim")
 	t.Parallel()
 	rep := runRealFileFor(t, "testdata/crash-nofence-mysql-smoke.yaml", []string{peakMetric("c1")})
 	if m := enginePeak(t, rep); m.Real != 4 || m.Sim != 4 {
@@ -469,6 +473,7 @@ func TestCrashWithoutFenceRealMariaDBRunsOrphansAsSim(t *testing.T) {
 // control plane serves it the snapshot filtered for its new labels (groups g and us, the
 // revision w-2 runs), read from /admin/workers; before the restart it served the eu groups.
 func TestRelabelRestartRealServesTheNewZone(t *testing.T) {
+	testlong.Skip(t, "fleettest.TestWorkerSnapshotHoldsOnlyItsSelectedCredentials")
 	t.Parallel()
 	rep := runReal(t, "labels-restart.yaml")
 	for _, c := range rep.Checks {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queryflux/queryflux/internal/testlong"
 	"github.com/queryflux/queryflux/scenarios"
 )
 
@@ -147,13 +148,11 @@ func TestReadmeExampleParses(t *testing.T) {
 }
 
 // TestScenariosHoldOverManySeeds runs every scenario file over more seeds (interleavings,
-// jitter, latencies differ per seed). SCENARIO_SEEDS raises the count; `make sim` runs every
-// file over many more seeds, so this is the smoke that keeps make test within its time.
+// jitter, latencies differ per seed): 2 in make test (plan-fleet 1), 6 in make test-long
+// (plan-fleet 2). SCENARIO_SEEDS sets the count; `make sim` runs every file over many more
+// seeds, so this is the smoke that keeps make test within its time.
 func TestScenariosHoldOverManySeeds(t *testing.T) {
-	seeds := 6
-	if testing.Short() {
-		seeds = 3
-	}
+	seeds := testlong.Count(2, 6)
 	if v := os.Getenv("SCENARIO_SEEDS"); v != "" {
 		if _, err := fmt.Sscan(v, &seeds); err != nil {
 			t.Fatalf("SCENARIO_SEEDS=%q: %v", v, err)
@@ -164,7 +163,7 @@ func TestScenariosHoldOverManySeeds(t *testing.T) {
 		sc := load(t, f)
 		n := seeds
 		if strings.HasPrefix(f, "plan-fleet") {
-			n = min(n, 2) // 1,000 workers: qfsim plan runs it more
+			n = min(n, testlong.Count(1, 2)) // 1,000 workers: qfsim plan runs it more
 		}
 		for seed := uint64(100); seed < 100+uint64(n); seed++ {
 			res := scenarios.Run(sc, seed, scenarios.RunOpts{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // TestColumnKeysCacheFollowsDDL: a MySQL client's SELECT of one table gets the column keys the
@@ -21,6 +22,7 @@ import (
 // CASCADE reaches t (run as DDL underneath: t hidden or created again). The oracle is the
 // catalog read afresh on a connection of its own.
 func TestColumnKeysCacheFollowsDDL(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	qe, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
 	if err != nil {
 		t.Fatal(err)

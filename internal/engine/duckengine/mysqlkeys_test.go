@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/queryflux/queryflux/internal/engine"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // TestTableColumnKeysAreTheCatalogQuerys: the words tableColumnKeys makes from its three plain
@@ -18,6 +19,7 @@ import (
 // ones), NOT NULL columns and defaults (AUTO_INCREMENT's sequence among them), column names
 // DuckDB quotes or not.
 func TestTableColumnKeysAreTheCatalogQuerys(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	qe, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
 	if err != nil {
 		t.Fatal(err)

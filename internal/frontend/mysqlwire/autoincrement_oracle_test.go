@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // aiRow is how one row of a generated INSERT gives its AUTO_INCREMENT column.
@@ -72,6 +74,7 @@ func (s aiStatement) sql(t string) (string, []any) {
 // collided (duplicate key); NULL and 0 were stored as given; an INSERT with only explicit
 // ids set LAST_INSERT_ID().
 func TestAutoIncrementLikeMariaDB(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	maria, duck := mariaAndDuck(t)
 	ctx := context.Background()
 	tables := 0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/mytest"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // charsetProbes runs testdata/python_charset.py and returns each probe's outcome as text; the
@@ -54,7 +55,10 @@ func TestPythonCharsetsAsMariaDB(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, charset := range []string{"latin1", "utf8", "utf8mb4"} {
+			for n, charset := range []string{"latin1", "utf8", "utf8mb4"} {
+				if !testlong.Sample(n, 2) {
+					continue
+				}
 				for _, autocommit := range []string{"1", "0"} {
 					for i, f := range fronts {
 						passthrough := i == 0
@@ -117,7 +121,10 @@ func TestMySQL2CharsetsAsMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	fronts := []*coreFixture{coreServer(t, coreSetup{}), coreServer(t, coreSetup{noPassthrough: true})}
-	for _, charset := range []string{"LATIN1_SWEDISH_CI", "LATIN1_BIN", "UTF8_GENERAL_CI", "UTF8MB4_UNICODE_CI", "UTF8MB4_BIN", "UTF8MB4_GENERAL_CI"} {
+	for c, charset := range []string{"LATIN1_SWEDISH_CI", "LATIN1_BIN", "UTF8_GENERAL_CI", "UTF8MB4_UNICODE_CI", "UTF8MB4_BIN", "UTF8MB4_GENERAL_CI"} {
+		if !testlong.Sample(c, 3) {
+			continue
+		}
 		for i, f := range fronts {
 			passthrough := i == 0
 			direct := runMySQL2Script(t, "mysql2_charset.js", cfg.Addr, cfg.User, cfg.Passwd, name, "MYSQL_CHARSET="+charset)

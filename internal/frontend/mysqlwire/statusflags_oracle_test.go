@@ -9,6 +9,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	gomysql "github.com/go-sql-driver/mysql"
 	"pgregory.net/rapid"
+
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // sessionStatus are the SERVER_STATUS flags that tell of the client's session: drivers read
@@ -121,6 +123,7 @@ func answerOf(sql string, r *mysql.Result, err error) flagAnswer {
 // at connect holds one): setAutoCommit(false), an UPDATE, rollback(), setAutoCommit(true),
 // then the session's user variable still there.
 func TestStatusFlagsAsMariaDB(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	fronts := []*coreFixture{coreServer(t, coreSetup{}), coreServer(t, coreSetup{noLoop: true}), coreServer(t, coreSetup{noPassthrough: true})}
 	names := []string{"relay", "relay without the loop", "arrow"}
 	var connectorJ []flagStatement

@@ -15,6 +15,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
 	"github.com/queryflux/queryflux/internal/mytest"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // TestUpsertRowsLikeMariaDB: random INSERT ... ON DUPLICATE KEY UPDATE and REPLACE statements
@@ -24,6 +25,7 @@ import (
 // same rows. Before: DuckDB counted every row 1 (MariaDB: 2 for a row updated or replaced, 0
 // for one left as it was, 1 with CLIENT_FOUND_ROWS).
 func TestUpsertRowsLikeMariaDB(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	dsn, _ := mytest.NewDatabase(t)
 	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // TestChainedOnDeleteActionsAsPostgreSQL: a DELETE whose ON DELETE CASCADE reaches rows that
@@ -55,6 +56,7 @@ func TestChainedOnDeleteActionsAsPostgreSQL(t *testing.T) {
 // outside a transaction or in one, leaves every table as on PostgreSQL 15, or is refused with
 // the same SQLSTATE and changes nothing.
 func TestRandomActionTreesAsPostgreSQL(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "actiontrees").URL())
 	n := 0
 	rapid.Check(t, func(rt *rapid.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // pgx's default mode (cache_statement) prepares each statement once under a name of its own,
@@ -143,7 +144,10 @@ func TestEventLoopRelaysJDBCNamedStatements(t *testing.T) {
 func TestEventLoopRelaysAJDBCBatch(t *testing.T) {
 	const rows = 3000
 	classpath := pgclienttest.JDBCClasspath(t, "BatchInsert.java")
-	for _, mode := range poolModes {
+	for i, mode := range poolModes {
+		if !testlong.Sample(i, 2) {
+			continue
+		}
 		t.Run(mode, func(t *testing.T) {
 			srv, proxyURL, direct, _ := loopServerDirect(t, mode, 4, pgwireTrustAll(), nil)
 			run := func(pgURL, table string) string {
