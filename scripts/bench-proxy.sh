@@ -376,6 +376,18 @@ if [ "$MYSQL_OK" = 1 ]; then
 		MYPROC[loop-ring]=$!
 		waitport "$MY_LOOP_RING" my-loop-ring
 	fi
+	# ring-unix: loop-ring with MariaDB's Unix socket as the engine leg (no TCP/IP on that leg);
+	# direct-unix: the client on that socket itself. MY_UNIX=0 leaves them out.
+	MY_SOCK=$(mysql -N -uroot -h127.0.0.1 -e 'select @@socket' 2>/dev/null || true)
+	if [ "${MY_UNIX:-1}" = 1 ] && [ "$URING_OK" = 1 ] && [ -S "$MY_SOCK" ]; then
+		MY_RING_UNIX=$(freeport)
+		QUERYFLUX_RELAY_BACKEND=uring "$TMP/benchrelay" -loop -raw -listen "127.0.0.1:$MY_RING_UNIX" -upstream "unix:$MY_SOCK" >"$TMP/my-ring-unix.log" 2>&1 &
+		PIDS+=($!)
+		MYPROC[ring-unix]=$!
+		waitport "$MY_RING_UNIX" my-ring-unix
+	else
+		MY_SOCK=
+	fi
 	MYPROC[haproxy]=${PROC[haproxy]}
 	MY_TARGETS=(direct haproxy go-relay loop-relay passthrough pass-nospin arrow worker)
 	declare -A MYDSN=(
@@ -392,6 +404,10 @@ if [ "$MYSQL_OK" = 1 ]; then
 	if [ "$URING_OK" = 1 ]; then
 		MY_TARGETS+=(uring-relay loop-ring)
 		MYDSN[uring-relay]="root@tcp(127.0.0.1:$MY_URING_RELAY)/mysql" MYDSN[loop-ring]="root@tcp(127.0.0.1:$MY_LOOP_RING)/mysql"
+	fi
+	if [ -n "$MY_SOCK" ]; then
+		MY_TARGETS+=(ring-unix direct-unix)
+		MYDSN[ring-unix]="root@tcp(127.0.0.1:$MY_RING_UNIX)/mysql" MYDSN[direct-unix]="root@unix($MY_SOCK)/mysql"
 	fi
 	if [ -n "${BASE_QF:-}" ]; then
 		MY_TARGETS+=(base-pass base-worker)
@@ -604,6 +620,7 @@ echo "haproxy: haproxy $(haproxy -v 2>/dev/null | sed -n '1s/^HAProxy version \(
 echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (goroutines and io.Copy, one hop)"
 echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
 echo "loop-ring (where io_uring works): loop-relay with internal/relayloop on io_uring (QUERYFLUX_RELAY_BACKEND=uring); the daemons' rows run on the backend of this run's environment (QUERYFLUX_RELAY_BACKEND=${QUERYFLUX_RELAY_BACKEND:-unset: the default})"
+[ -n "${MY_SOCK:-}" ] && echo "mysql ring-unix: loop-ring (-loop -raw on io_uring) to MariaDB's Unix socket $MY_SOCK instead of 127.0.0.1:3306 (its engine leg without TCP/IP); direct-unix: benchclient on that socket (vs_direct of both: against direct on TCP)"
 echo "uring-relay (where io_uring works): scripts/benchrelay -uring -peek, the bare relay on one io_uring (internal/uring: multishot receives into provided buffers, one enter a turn), framing as loop-relay"
 echo "passthrough: the pg group in transaction pool mode (PgBouncer's mode here); pass-session: the same daemon configuration with poolMode: session; pass-nospin: passthrough's configuration run with QUERYFLUX_SPIN_MICROS=0 (the event loop never spins before it sleeps; by default it spins up to 200 us while CPUs are idle and its last wait was shorter)"
 echo "  (the daemon's event loop, internal/frontend/pgwire/loop.go, relays both; in transaction mode it admits each transaction on its thread when that needs no waiting)"

@@ -6,7 +6,8 @@
 # each relay's tps and CPU us per transaction (/proc/PID/stat, user+system and user). RELAY=PATH
 # runs a benchrelay binary built elsewhere. Database qf_passprobe (scripts/passprobe.sh makes it).
 # MYSQL=1: to MariaDB on 3306 instead, each relay under scripts/benchclient -c 8 (SELECT 1); add
-# -raw to the flags there.
+# -raw to the flags there. The flags come after -listen and -upstream, so "-upstream
+# unix:/run/mysqld/mysqld.sock" in one of them relays to MariaDB's Unix socket instead.
 set -euo pipefail
 SECS=$1 ROUNDS=$2 A=$3 B=$4
 DB=qf_passprobe
@@ -18,9 +19,9 @@ UP=5432
 if [ "${MYSQL:-0}" = 1 ]; then UP=3306; (cd "$ROOT" && go build -o "$TMP/benchclient" ./scripts/benchclient); fi
 freeport() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PA=$(freeport) PB=$(freeport)
-"$TMP/benchrelay" $A -listen 127.0.0.1:$PA -upstream 127.0.0.1:$UP >"$TMP/a.log" 2>&1 &
+"$TMP/benchrelay" -listen 127.0.0.1:$PA -upstream 127.0.0.1:$UP $A >"$TMP/a.log" 2>&1 &
 IA=$!
-"$TMP/benchrelay" $B -listen 127.0.0.1:$PB -upstream 127.0.0.1:$UP >"$TMP/b.log" 2>&1 &
+"$TMP/benchrelay" -listen 127.0.0.1:$PB -upstream 127.0.0.1:$UP $B >"$TMP/b.log" 2>&1 &
 IB=$!
 trap 'kill $IA $IB 2>/dev/null; rm -rf "$TMP"' EXIT
 for p in $PA $PB; do for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; done

@@ -216,8 +216,8 @@ func TestLostAcquireAnswersHoldNoSlots(t *testing.T) {
 }
 
 // TestLostAcquireIsSettledByTheRunningGuard: a running guard whose acquire's answers were all
-// lost (the first sending and its retries) settles the name on its own once the link is whole
-// again, with nothing else to do (no release, no other acquire): the control plane frees the
+// lost (the first sending and its lostRetries retries, no more) settles the name on its own,
+// trying again after settles lost too, once the link is whole again, with nothing else to do (no release, no other acquire): the control plane frees the
 // lease it granted within seconds, not at its term, and the guard has nothing left to settle.
 func TestLostAcquireIsSettledByTheRunningGuard(t *testing.T) {
 	ctx := context.Background()
@@ -236,8 +236,13 @@ func TestLostAcquireIsSettledByTheRunningGuard(t *testing.T) {
 		if _, err := g.Acquire(ctx, "c", 2); err == nil {
 			failures = append(failures, "an acquire whose answers were all lost was granted")
 		}
-		if store.Count("c") == 0 || g.LostAcquires() != 1 {
-			failures = append(failures, fmt.Sprintf("after the lost acquire: %d leases at the control plane, %d lost acquires; want some and 1", store.Count("c"), g.LostAcquires()))
+		if store.Count("c") == 0 || g.LostAcquires() != 1 || link.calls[PathAcquire] != 1+lostRetries {
+			failures = append(failures, fmt.Sprintf("after the lost acquire: %d leases at the control plane, %d lost acquires, %d sendings; want some, 1 and %d",
+				store.Count("c"), g.LostAcquires(), link.calls[PathAcquire], 1+lostRetries))
+		}
+		_ = n.Env().Sleep(ctx, 2500*time.Millisecond) // the first settles are lost too
+		if g.LostAcquires() != 1 {
+			failures = append(failures, fmt.Sprintf("after settles whose answers were lost: %d lost acquires, want 1 (to settle again)", g.LostAcquires()))
 		}
 		link.off = true
 		_ = n.Env().Sleep(ctx, 5*time.Second)

@@ -14,7 +14,7 @@ func WithAffinity(ctx context.Context, key uint64) context.Context {
 	if key == 0 {
 		return ctx
 	}
-	return context.WithValue(ctx, affinityKey{}, key)
+	return withValue(ctx, affinityKey{}, key)
 }
 
 // Affinity is the key ctx carries (0 for none).
@@ -30,7 +30,7 @@ func WithEngineTag(ctx context.Context, tag string) context.Context {
 	if tag == "" {
 		return ctx
 	}
-	return context.WithValue(ctx, engineTagKey{}, tag)
+	return withValue(ctx, engineTagKey{}, tag)
 }
 
 // EngineTag is the tag ctx carries ("" for none).
@@ -49,7 +49,7 @@ type stopKey struct{}
 // query's, unless the group sets a query timeout, and calls stop when the query's rows end, on
 // a lost lease, or before the engine starts once the lease is gone.
 func WithStop(ctx context.Context, stop context.CancelFunc) context.Context {
-	return context.WithValue(ctx, stopKey{}, stop)
+	return withValue(ctx, stopKey{}, stop)
 }
 
 // Stop is the cancel ctx carries (WithStop), or nil.

@@ -63,6 +63,11 @@ type stream struct {
 	// quiet: the send in flight is quiet (Loop.send). short: a quiet send of the stream found
 	// its peer's socket short of room; its sends are loud until one completes whole.
 	quiet, short bool
+	// sndbuf is the send buffer (SO_SNDBUF) of the socket sndbufFD, the one the stream last
+	// sent to (stream.roomFor); 0 until read. unconfirmed is what the stream's sends since
+	// that socket's send queue was last seen empty may hold of it (each send's bytes and
+	// skbOverhead).
+	sndbuf, sndbufFD, unconfirmed int
 }
 
 func newPair(p Pair, bufs *buffers, bufBytes int) *pair {

@@ -253,7 +253,10 @@ func (l *Loop) send(st *stream, fd int, quiet bool) {
 	s.Opcode, s.FD = uring.OpSend, int32(fd)
 	s.Addr, s.Len = uint64(uintptrOf(b)), uint32(len(b))
 	s.OpFlags = unix.MSG_NOSIGNAL
-	st.quiet = quiet && len(b) <= quietMax && !st.short
+	st.quiet = quiet && len(b) <= quietMax && !st.short && st.roomFor(fd, len(b))
+	if !st.quiet {
+		st.sentLoud()
+	}
 	if st.quiet {
 		s.OpFlags |= unix.MSG_DONTWAIT
 		l.ring.quiet++
@@ -263,6 +266,54 @@ func (l *Loop) send(st *stream, fd int, quiet bool) {
 	s.UserData = userData(kindSend, fd)
 	st.inflight = b // keeps the memory the kernel reads alive, whatever becomes of st.buf
 }
+
+// roomFor reports whether fd's socket surely takes n bytes whole at once, and if so counts
+// them as sent: n and what the stream sent since the socket's send queue was last seen empty
+// (on TCP the bytes its peer has not acknowledged, on a Unix socket those its peer has not
+// read) are within a quarter of its send buffer, each send counted with skbOverhead (what the
+// socket's memory accounting charges beyond the bytes stays below the buffer). Past that, the
+// queue is looked at (TIOCOUTQ, one system call): empty, the count starts again. A quiet send
+// that the socket took only in part would leave its rest to a turn that nothing starts: the
+// enter that submitted it waits for one completion more, and a peer that waits for the rest
+// sends none (TestAUnixSocketEngineLegRelaysWholeResults: a client behind 4 KiB buffers, the
+// last few KB of its result stalled until another pair's news).
+func (st *stream) roomFor(fd, n int) bool {
+	if st.sndbufFD != fd || st.sndbuf == 0 {
+		v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+		if err != nil {
+			return false
+		}
+		st.sndbuf, st.sndbufFD, st.unconfirmed = v, fd, v // unknown: looked at below
+	}
+	cost, budget := n+skbOverhead, st.sndbuf/4
+	if cost > budget {
+		return false
+	}
+	if st.unconfirmed+cost > budget {
+		// The buffer read again too (the kernel shrinks it under memory pressure).
+		v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+		if err != nil {
+			return false
+		}
+		if st.sndbuf, budget = v, v/4; cost > budget {
+			return false
+		}
+		if queued, err := unix.IoctlGetInt(fd, unix.TIOCOUTQ); err != nil || queued != 0 {
+			return false
+		}
+		st.unconfirmed = 0
+	}
+	st.unconfirmed += cost
+	return true
+}
+
+// sentLoud notes a send not counted by roomFor (a loud one, which may fill the socket): the
+// next quiet send looks at the socket's queue first.
+func (st *stream) sentLoud() { st.unconfirmed = st.sndbuf }
+
+// skbOverhead is what roomFor counts for a send beyond its bytes: a socket buffer's own
+// memory (its truesize beyond the data, ~0.7-1 KiB for a small segment).
+const skbOverhead = 1 << 10
 
 // quietSend reports whether the send of stream d's framed bytes, about to be queued, is
 // quiet: its completion, once all of it is sent, asks nothing of the loop but to take it

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -87,6 +88,46 @@ func TestPeerBootstrap(t *testing.T) {
 	if st := borrowerWorker.Status(); st.Config.Source != "peer" || !st.Config.Stale {
 		t.Fatalf("/worker/status config %+v: a peer copy must show stale", st.Config)
 	}
+
+	// What a lender answers is a snapshot, said so.
+	req, _ = http.NewRequest("GET", peer.URL+PathPeerConfig, nil)
+	workerapi.SetBearer(req, PeerToken(csSecret))
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != snapshot.MediaType {
+		t.Fatalf("a lent snapshot: %d, Content-Type %q; want 200, %q", resp.StatusCode, resp.Header.Get("Content-Type"), snapshot.MediaType)
+	}
+	// A worker running a configuration copies nothing (a peer's may be older).
+	running := NewConfigSync(borrowerWorker, ConfigSyncOptions{})
+	mine := csSnap(t, 5)
+	if err := running.Seed(f.ctx, mine, "controlPlane", f.e.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := running.BootstrapFromPeers(f.ctx, *peers); err != nil {
+		t.Fatalf("bootstrap of a worker running a configuration: %v", err)
+	}
+	if _, active := running.Active(); active.Revision != mine.Revision {
+		t.Fatalf("a worker running %s bootstrapped %s from a peer", mine.Revision, active.Revision)
+	}
+	// An address that makes no URL is an error naming it, the other peers still asked.
+	odd := *peers
+	odd.Addresses = []string{"http://[not-a-host", peerAddr}
+	if err := NewConfigSync(borrowerWorker, ConfigSyncOptions{}).BootstrapFromPeers(f.ctx, odd); err != nil {
+		t.Fatalf("a bootstrap with one odd address and a good peer: %v", err)
+	}
+	odd.Addresses = []string{"http://[not-a-host"}
+	if err := NewConfigSync(borrowerWorker, ConfigSyncOptions{}).BootstrapFromPeers(f.ctx, odd); err == nil || !strings.Contains(err.Error(), "peer http://[not-a-host") {
+		t.Fatalf("a bootstrap from an address that makes no URL: %v, want an error naming it", err)
+	}
+	// A copy this worker refuses is named in the error, with why.
+	refusing := NewConfigSync(borrowerWorker, ConfigSyncOptions{Apply: func(context.Context, *config.Config, *snapshot.WorkerSnapshotV1) error {
+		return errors.New("engine refused")
+	}})
+	if err := refusing.BootstrapFromPeers(f.ctx, *peers); err == nil || !strings.Contains(err.Error(), "peer "+peerAddr+": engine refused") {
+		t.Fatalf("a refused copy: %v, want the peer and why", err)
+	}
 }
 
 // TestPeerCopyIsConfirmedByTheControlPlane: once the control plane answers with the revision a
@@ -126,5 +167,19 @@ func (f *csFleet) waitFor(cond func() bool) {
 		if time.Now().After(deadline) {
 			f.t.Fatal("condition not reached")
 		}
+	}
+}
+
+// TestPeerTokenIsStableAcrossVersions: every worker of a fleet derives the same PeerToken from
+// the secret, whatever its version (a rolling upgrade mixes them): the derivation is part of the
+// peer protocol, pinned here. The token is not the secret and does not contain it.
+func TestPeerTokenIsStableAcrossVersions(t *testing.T) {
+	const secret = "the-shared-worker-secret"
+	const want = "qfp_99e7f2b95aaeaa0ce10bdbb983b837ecb6e7f564802afbebe85aae16a3095a96" // HMAC-SHA256(secret, "queryflux peer config v1")
+	if got := PeerToken(secret); got != want || strings.Contains(got, secret) {
+		t.Fatalf("PeerToken = %q, want %q", got, want)
+	}
+	if PeerToken(secret+"x") == want {
+		t.Fatal("another secret gives the same token")
 	}
 }

@@ -41,6 +41,7 @@ type csFleet struct {
 	t       *testing.T
 	e       env.Env
 	ctx     context.Context
+	cp      *controlplane.ControlPlane
 	srv     *controlplane.ConfigServer
 	counter *countingTransport
 	worker  *Worker
@@ -60,7 +61,7 @@ func newCSFleet(t *testing.T, poll time.Duration) *csFleet {
 	t.Cleanup(hs.Close)
 	counter := &countingTransport{next: http.DefaultTransport}
 	w := New(e, Config{ControlPlaneURL: hs.URL, Secret: csSecret, Name: "w1"}, &http.Client{Transport: counter})
-	return &csFleet{t: t, e: e, ctx: ctx, srv: srv, counter: counter, worker: w, logs: logs}
+	return &csFleet{t: t, e: e, ctx: ctx, cp: cp, srv: srv, counter: counter, worker: w, logs: logs}
 }
 
 // start runs sync.Run as a task and waits for it to end at cleanup.
@@ -227,7 +228,8 @@ func TestConfigSyncBacksOff(t *testing.T) {
 	}
 	var hb workerapi.Heartbeat
 	sync.contribute(&hb)
-	if hb.Config.ConsecutiveSyncFailures < 3 || !strings.Contains(hb.Config.LastSyncError, "503") {
+	if hb.Config.ConsecutiveSyncFailures < 3 || hb.Config.SyncFailures < hb.Config.ConsecutiveSyncFailures ||
+		!strings.Contains(hb.Config.LastSyncError, "503") {
 		t.Fatalf("heartbeat config status %+v", hb.Config)
 	}
 	if strings.Contains(hb.Config.LastSyncError, csSecret) {
@@ -239,4 +241,78 @@ func TestConfigSyncBacksOff(t *testing.T) {
 	if hb.Config.ConsecutiveSyncFailures != 0 || hb.Config.LastSyncError != "" {
 		t.Fatalf("failures not reset after recovery: %+v", hb.Config)
 	}
+	if hb.Config.SyncFailures < 3 {
+		t.Fatalf("the failed polls' total forgotten after recovery: %+v", hb.Config)
+	}
+}
+
+// TestNewRevisionIsToldToTheControlPlaneAtOnce: a worker that activates a revision says so in a
+// heartbeat at once, not at its next routine one (10 s away here, the control plane's default):
+// the control plane's view of which revision each worker runs follows a rollout as it happens.
+func TestNewRevisionIsToldToTheControlPlaneAtOnce(t *testing.T) {
+	f := newCSFleet(t, time.Minute)
+	sync := NewConfigSync(f.worker, ConfigSyncOptions{})
+	f.worker.Start(f.ctx)
+	f.waitFor(func() bool { return f.worker.Status().LastHeartbeatAckAt.After(time.Time{}) })
+	snap := csSnap(t, 1)
+	_ = f.srv.Publish(snap)
+	f.start(sync)
+	f.waitActive(sync, "")
+	// Well within the routine beat's 9-11 s.
+	for deadline := time.Now().Add(4 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if wi, _ := f.cp.Worker("w1"); wi.Revision == snap.Revision {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("4 s after the revision became active, the control plane has not heard of it")
+		}
+	}
+}
+
+// TestRejectedRevisionLeavesTheRunningOneUnconfirmed: while the control plane serves a
+// revision this worker refused, its answers that nothing changed vouch for that revision, not
+// for the older one the worker still runs: the heartbeat's staleness of the running revision
+// grows, and what the worker lends peers keeps the older confirmation.
+func TestRejectedRevisionLeavesTheRunningOneUnconfirmed(t *testing.T) {
+	f := newCSFleet(t, time.Minute)
+	sync := NewConfigSync(f.worker, ConfigSyncOptions{PollTimeout: time.Second})
+	_ = f.srv.Publish(csSnap(t, 1))
+	f.start(sync)
+	f.waitActive(sync, "")
+	bad := invalidSnap(t)
+	_ = f.srv.Publish(bad)
+	f.waitFor(func() bool { rev, _ := sync.Rejected(); return rev == bad.Revision })
+	sync.mu.Lock()
+	proof := sync.proof
+	sync.mu.Unlock()
+	time.Sleep(2500 * time.Millisecond) // two long-polls answered "nothing newer than the refused one"
+	var hb workerapi.Heartbeat
+	sync.contribute(&hb)
+	sync.mu.Lock()
+	after := sync.proof
+	sync.mu.Unlock()
+	if hb.Config.StalenessSecs < 2 || after != proof {
+		t.Fatalf("2.5 s after a refused revision, the running one's staleness is %.2f s and its confirmation %v (was %v): want at least 2 s, unchanged",
+			hb.Config.StalenessSecs, after, proof)
+	}
+}
+
+// TestConfigSyncBackoffDoublesFromItsMinimum: the n-th failed poll in a row waits BackoffMin
+// doubled n-1 times (within the jitter, ±20%), never more than BackoffMax; a success starts it
+// over.
+func TestConfigSyncBackoffDoublesFromItsMinimum(t *testing.T) {
+	f := newCSFleet(t, time.Minute)
+	sync := NewConfigSync(f.worker, ConfigSyncOptions{BackoffMin: 100 * time.Millisecond, BackoffMax: 1 * time.Second})
+	within := func(n int, got, want time.Duration) {
+		t.Helper()
+		if got < want*8/10 || got > want*12/10 {
+			t.Fatalf("failure %d in a row: backoff %v, want %v ±20%%", n, got, want)
+		}
+	}
+	fail := errors.New("poll failed")
+	for n, want := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
+		within(n+1, sync.recordFailure(fail), want*time.Millisecond)
+	}
+	sync.succeeded()
+	within(1, sync.recordFailure(fail), 100*time.Millisecond)
 }

@@ -149,6 +149,9 @@ func TestHeartbeatAnswersAreRecorded(t *testing.T) {
 		testutil.ToFloat64(gone.metrics.heartbeats.WithLabelValues("error")) != 1 {
 		t.Fatalf("a heartbeat to a control plane that is not there: %v, %d failures; want an error, counted", err, gone.Status().ConsecutiveFailures)
 	}
+	if err := gone.sendHistory(ctx, &history.QueryRecordBatchV1{Records: []history.Record{{QueryID: "q-0"}}}); err == nil {
+		t.Fatal("a history batch to a control plane that is not there: no error")
+	}
 
 	batch := &history.QueryRecordBatchV1{Records: []history.Record{{QueryID: "q-1", User: "bob", Status: "succeeded"}}}
 	mode.Store(answering)

@@ -143,6 +143,17 @@ func TestHistoryRecordTraceMemo(t *testing.T) {
 		check([]proxy.TraceStep{{Router: "user", Matched: true, Group: "g", Reason: fmt.Sprintf("user u%d", i)}}, fmt.Sprintf("user: matched -> g (user u%d)", i))
 	}
 	check([]proxy.TraceStep{{Router: "a", Matched: true, Group: "bc"}}, "a: matched -> bc")
+	long := strings.Repeat("x", traceKeyMax)
+	check([]proxy.TraceStep{{Router: "script", Reason: long}}, "script: no ("+long+")")
+	traceLines.Lock()
+	size, longest := len(traceLines.m), 0
+	for k := range traceLines.m {
+		longest = max(longest, len(k))
+	}
+	traceLines.Unlock()
+	if size > traceLinesMax || longest > traceKeyMax {
+		t.Fatalf("the memo holds %d traces, the longest key %d bytes: want at most %d and %d", size, longest, traceLinesMax, traceKeyMax)
+	}
 	r := historyProxyRecord()
 	if n := testing.AllocsPerRun(100, func() { _ = HistoryRecord(r) }); n != 0 {
 		t.Fatalf("HistoryRecord of a trace seen before allocates %.0f times", n)
@@ -168,5 +179,29 @@ func BenchmarkHistoryRecord(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = HistoryRecord(r)
+	}
+}
+
+// TestHistoryRecordStatus: a failed query the proxy refused before it ran (queue full, denied,
+// no route) is "rejected"; any other failure stays "failed", and a success is a success whatever
+// its code.
+func TestHistoryRecordStatus(t *testing.T) {
+	for _, c := range []struct {
+		status proxy.Status
+		code   string
+		want   history.Status
+	}{
+		{proxy.StatusFailed, query.CodeQueueFull, history.StatusRejected},
+		{proxy.StatusFailed, query.CodeAccessDenied, history.StatusRejected},
+		{proxy.StatusFailed, "42601", history.Status(proxy.StatusFailed)},
+		{proxy.StatusFailed, "", history.Status(proxy.StatusFailed)},
+		{proxy.StatusSucceeded, query.CodeQueueFull, history.Status(proxy.StatusSucceeded)},
+		{proxy.StatusSucceeded, "", history.Status(proxy.StatusSucceeded)},
+	} {
+		r := historyProxyRecord()
+		r.Status, r.ErrorCode = c.status, c.code
+		if got := HistoryRecord(r).Status; got != c.want {
+			t.Errorf("a %s query with code %q recorded as %q, want %q", c.status, c.code, got, c.want)
+		}
 	}
 }

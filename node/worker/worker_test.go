@@ -114,8 +114,9 @@ func TestRegistersAndHeartbeatsWithContributedFields(t *testing.T) {
 	if !wi.Online || wi.Revision != "rev-7" || !wi.Current || wi.Heartbeat.History.Dropped != 1 || wi.Heartbeat.Coordination.Policy != "remote" {
 		t.Fatalf("control plane sees %+v", wi)
 	}
-	if st := w.Status(); !st.Registered || st.Registrations != 1 || st.HeartbeatIntervalSecs != 0.05 || st.CurrentRevision != "rev-7" {
-		t.Fatalf("status %+v (the worker must adopt the control plane's interval)", st)
+	if st := w.Status(); !st.Registered || st.Registrations != 1 || st.HeartbeatIntervalSecs != 0.05 || st.CurrentRevision != "rev-7" ||
+		st.Revision.LastSeen != "rev-8" || st.History.Pending != 2 || st.Coordination.Policy != "remote" {
+		t.Fatalf("status %+v (the worker must adopt the control plane's interval and show the contributed sections)", st)
 	}
 }
 
@@ -407,6 +408,10 @@ func TestOversizedContributionsAreTrimmedNotRefused(t *testing.T) {
 	}
 	if hb := f.info("w1").Heartbeat; hb == nil || len(hb.Config.LastSyncError) > workerapi.ShortTextLengthMax {
 		t.Fatalf("stored heartbeat %+v", hb)
+	}
+	// /worker/status shows the sections as the next heartbeat carries them: trimmed too.
+	if st := w.Status(); len(st.Config.LastSyncError) > workerapi.ShortTextLengthMax || st.Config.StalenessSecs < 0 {
+		t.Fatalf("status shows the contribution untrimmed: %d bytes of error, staleness %v", len(st.Config.LastSyncError), st.Config.StalenessSecs)
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -36,6 +38,7 @@ func main() {
 	minWait := flag.Uint("minwait", 0, "with -uring: wait for -batch completions for up to this many µs, then for one (batched wake-ups; kernel 6.12+)")
 	batch := flag.Int("batch", 4, "with -uring -minwait: the completions a wait asks for")
 	touchKB := flag.Int("touch", 0, "with -uring: write a byte in every cache line of a buffer this many KiB long on each completion (a relay with a larger memory footprint, for measurements)")
+	flag.StringVar(&congestion, "cc", "", "with -loop: set this TCP congestion control (TCP_CONGESTION, e.g. reno, cubic) on both TCP sockets of a pair")
 	rtt := flag.Duration("rtt", 0, "measure loopback round trips for this long instead, print the p50 in µs")
 	flag.Parse()
 	if *rtt > 0 {
@@ -82,23 +85,34 @@ func main() {
 
 // relayOnLoop hands the client and its upstream connection to the event loop; raw frames
 // neither direction.
+// An upstream "unix:PATH" is a Unix socket (an engine on the same host: no TCP/IP on that leg).
 func relayOnLoop(ev *relayloop.Loop, client net.Conn, upstream string, raw bool) {
-	server, err := net.Dial("tcp", upstream)
+	network, addr := "tcp", upstream
+	if path, ok := strings.CutPrefix(upstream, "unix:"); ok {
+		network, addr = "unix", path
+	}
+	server, err := net.Dial(network, addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrelay:", err)
 		_ = client.Close()
 		return
 	}
-	a, err := relayloop.Detach(client.(*net.TCPConn))
+	a, err := relayloop.Detach(client.(syscall.Conn))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrelay:", err)
 		return
 	}
-	b, err := relayloop.Detach(server.(*net.TCPConn))
+	b, err := relayloop.Detach(server.(syscall.Conn))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrelay:", err)
 		_ = unix.Close(a)
 		return
+	}
+	if congestion != "" {
+		_ = unix.SetsockoptString(a, unix.IPPROTO_TCP, unix.TCP_CONGESTION, congestion)
+		if network == "tcp" {
+			_ = unix.SetsockoptString(b, unix.IPPROTO_TCP, unix.TCP_CONGESTION, congestion)
+		}
 	}
 	var txStatus byte
 	framing := [2]relayloop.Framer{nil, relayloop.PGWatching('Z')}
@@ -170,3 +184,7 @@ func roundTripP50(d time.Duration) (time.Duration, error) {
 // touchBuf (-touch) is memory the ring relay writes across on each completion: what a relay's
 // memory footprint per message costs the processes that share its CPUs' caches.
 var touchBuf []byte
+
+// congestion (-cc) is the TCP congestion control -loop sets on a pair's TCP sockets ("": the
+// system's default).
+var congestion string

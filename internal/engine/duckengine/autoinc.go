@@ -73,6 +73,8 @@ func mysqlInsert(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 	ai := &aiInsert{conn: conn, col: col}
 	if planned, ok := ai.plan(ctx, q); ok {
 		q = planned
+	} else {
+		noteUnplanned(ctx) // mysqlstmtundo.go
 	}
 	c := *q
 	c.SQL = strings.TrimRight(strings.TrimSpace(q.SQL), ";") + " RETURNING " + quoteIdent(col.name)
@@ -166,6 +168,9 @@ func moveTo(ctx context.Context, conn *sql.Conn, seq string, c *counter, target 
 // reserve takes n values of the counter c of sequence seq: the first of them (they follow
 // each other unless another connection took some at the same time).
 func reserve(ctx context.Context, conn *sql.Conn, seq string, c *counter, n int64) (int64, error) {
+	if id, ok := replayedID(ctx); ok { // the statement runs again, with the ids it had (mysqlstmtundo.go)
+		return id, nil
+	}
 	var first, last int64
 	err := conn.QueryRowContext(ctx, "SELECT min(v), max(v) FROM (SELECT nextval("+sqltok.StandardString(seq)+") AS v FROM range("+
 		strconv.FormatInt(n, 10)+"))").Scan(&first, &last)
@@ -173,6 +178,7 @@ func reserve(ctx context.Context, conn *sql.Conn, seq string, c *counter, n int6
 		return 0, err
 	}
 	c.next = last + 1
+	noteID(ctx, first+c.offset)
 	return first + c.offset, nil
 }
 
@@ -330,7 +336,7 @@ func (ai *aiInsert) plan(ctx context.Context, q *query.Request) (*query.Request,
 	if !ok || err != nil {
 		return q, false
 	}
-	if v.aiSlot < 0 && c.offset == 0 {
+	if v.aiSlot < 0 && c.offset == 0 && !recordingIDs(ctx) { // recorded: the ids written in, to be given again (mysqlstmtundo.go)
 		ai.byDefault = true // the column's DEFAULT gives each row the id InnoDB would
 		return q, false
 	}

@@ -404,11 +404,7 @@ var compatSQL = []string{
 	`CREATE VIEW {c}.main.qf_mysql_schemata AS SELECT 'def' AS "CATALOG_NAME", datname AS "SCHEMA_NAME",
 		'utf8mb4' AS "DEFAULT_CHARACTER_SET_NAME", 'utf8mb4_general_ci' AS "DEFAULT_COLLATION_NAME", NULL::VARCHAR AS "SQL_PATH"
 		FROM {c}.main.qf_pg_database`,
-	`CREATE VIEW {c}.main.qf_mysql_tables AS SELECT 'def' AS "TABLE_CATALOG", table_catalog AS "TABLE_SCHEMA",
-		table_name AS "TABLE_NAME", table_type AS "TABLE_TYPE", CASE WHEN table_type = 'BASE TABLE' THEN 'DuckDB' END AS "ENGINE",
-		NULL::BIGINT AS "TABLE_ROWS", 'utf8mb4_general_ci' AS "TABLE_COLLATION", '' AS "TABLE_COMMENT"
-		FROM information_schema.tables WHERE table_schema = 'main' AND table_type IN ('BASE TABLE', 'VIEW')
-		AND table_catalog IN (SELECT datname FROM {c}.main.qf_pg_database)`,
+	// information_schema.tables: mysqlTablesSQL (mysqlinfoschema.go).
 	// information_schema.triggers, .files and .partitions, as MariaDB's, empty: DuckDB has no
 	// triggers, tablespaces or partitions (mariadb-dump asks them for every dump).
 	`CREATE VIEW {c}.main.qf_mysql_triggers AS SELECT 'def' AS "TRIGGER_CATALOG", NULL::VARCHAR AS "TRIGGER_SCHEMA",

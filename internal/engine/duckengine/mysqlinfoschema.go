@@ -67,7 +67,29 @@ const (
 		WHEN c.data_type IN ('FLOAT', 'DOUBLE') THEN NULL ELSE c.numeric_scale END::BIGINT`
 )
 
+// mysqlTablesSQL is MySQL's information_schema.TABLES, every column MariaDB's has (a database
+// is DuckDB's catalog, its tables those of the catalog's main schema, so TABLE_SCHEMA is the
+// database's name: SQLAlchemy's has_table counts information_schema.tables WHERE table_schema
+// = the database): AUTO_INCREMENT the next id of a table with an AUTO_INCREMENT column, as
+// SHOW CREATE TABLE's (ORMs and admin tools read it; was 1054), NULL for one without; a view's
+// row has NULL where MariaDB's has, and the comment VIEW.
+var mysqlTablesSQL = `CREATE VIEW {c}.main.qf_mysql_tables AS SELECT 'def' AS "TABLE_CATALOG", t.table_catalog AS "TABLE_SCHEMA",
+	t.table_name AS "TABLE_NAME", t.table_type AS "TABLE_TYPE", CASE WHEN base THEN 'DuckDB' END AS "ENGINE",
+	CASE WHEN base THEN 10 END::BIGINT AS "VERSION", CASE WHEN base THEN 'Dynamic' END AS "ROW_FORMAT",
+	NULL::BIGINT AS "TABLE_ROWS", CASE WHEN base THEN 0 END::BIGINT AS "AVG_ROW_LENGTH",
+	CASE WHEN base THEN 16384 END::BIGINT AS "DATA_LENGTH", CASE WHEN base THEN 0 END::BIGINT AS "MAX_DATA_LENGTH",
+	CASE WHEN base THEN 0 END::BIGINT AS "INDEX_LENGTH", CASE WHEN base THEN 0 END::BIGINT AS "DATA_FREE",
+	CASE WHEN base THEN ` + nextAutoIncrement(`c.database_name = t.table_catalog AND c.schema_name = 'main' AND c.table_name = t.table_name`) + ` END::BIGINT AS "AUTO_INCREMENT",
+	NULL::TIMESTAMP AS "CREATE_TIME", NULL::TIMESTAMP AS "UPDATE_TIME", NULL::TIMESTAMP AS "CHECK_TIME",
+	CASE WHEN base THEN 'utf8mb4_general_ci' END AS "TABLE_COLLATION", NULL::BIGINT AS "CHECKSUM",
+	CASE WHEN base THEN '' END AS "CREATE_OPTIONS", CASE WHEN base THEN '' ELSE 'VIEW' END AS "TABLE_COMMENT",
+	CASE WHEN base THEN 0 END::BIGINT AS "MAX_INDEX_LENGTH", CASE WHEN base THEN 'N' END AS "TEMPORARY"
+	FROM (SELECT *, table_type = 'BASE TABLE' AS base FROM information_schema.tables) t
+	WHERE t.table_schema = 'main' AND t.table_type IN ('BASE TABLE', 'VIEW')
+	AND t.table_catalog IN (SELECT datname FROM {c}.main.qf_pg_database)`
+
 var mysqlInfoSchemaSQL = []string{
+	mysqlTablesSQL,
 	// qf_mysql_column_type(t, oid, typmod): the MySQL type of a column of DuckDB type t, its
 	// declared type (qf_pg_columns, mysqldeclared.go) a VARCHAR(n) or CHAR(n) of that length, or
 	// TINYINT(1).

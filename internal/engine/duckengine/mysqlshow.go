@@ -67,12 +67,18 @@ const multipleKey = `(SELECT CASE WHEN bool_or(NOT i.is_unique OR len(qf_index_e
 // promotedKey is PRI for column c of a table without a primary key when c is in the table's
 // first unique key whose columns are all NOT NULL: InnoDB takes that key as the primary key,
 // and MariaDB's SHOW COLUMNS and COLUMN_KEY say PRI for its columns (a UNIQUE NOT NULL column
-// of such a table is PRI, not UNI); NULL otherwise.
-const promotedKey = `(SELECT 'PRI' FROM duckdb_constraints() u WHERE u.table_oid = c.table_oid AND u.constraint_type = 'UNIQUE' ` +
-	`AND list_contains(u.constraint_column_names, c.column_name) AND u.constraint_index = (SELECT min(f.constraint_index) ` +
-	`FROM duckdb_constraints() f WHERE f.table_oid = c.table_oid AND f.constraint_type = 'UNIQUE' AND NOT EXISTS (SELECT 1 ` +
-	`FROM duckdb_columns() n WHERE n.table_oid = f.table_oid AND n.is_nullable AND list_contains(f.constraint_column_names, n.column_name))) ` +
-	`AND NOT EXISTS (SELECT 1 FROM duckdb_constraints() p WHERE p.table_oid = c.table_oid AND p.constraint_type = 'PRIMARY KEY') LIMIT 1)`
+// of such a table is PRI, not UNI); NULL otherwise. The keys are the table's UNIQUE
+// constraints, in order, then its unique indexes of plain columns (CREATE UNIQUE INDEX, ALTER
+// TABLE ADD UNIQUE) in the order they were created, as MariaDB orders a table's keys.
+const promotedKey = `(SELECT CASE WHEN list_contains(u.cols, c.column_name) THEN 'PRI' END FROM (` +
+	`SELECT 0 AS kind, f.constraint_index AS pos, f.constraint_column_names AS cols FROM duckdb_constraints() f ` +
+	`WHERE f.table_oid = c.table_oid AND f.constraint_type = 'UNIQUE' UNION ALL ` +
+	`SELECT 1, i.index_oid, list_transform(qf_index_expressions(i.expressions), x -> trim(x, '"')) FROM duckdb_indexes() i ` +
+	`WHERE i.table_oid = c.table_oid AND i.is_unique AND NOT contains(i.index_name, '$qf_ci_')) AS u ` +
+	`WHERE len(u.cols) = (SELECT count(*) FROM duckdb_columns() n WHERE n.table_oid = c.table_oid AND NOT n.is_nullable ` +
+	`AND list_contains(u.cols, n.column_name)) ` +
+	`AND NOT EXISTS (SELECT 1 FROM duckdb_constraints() p WHERE p.table_oid = c.table_oid AND p.constraint_type = 'PRIMARY KEY') ` +
+	`ORDER BY u.kind, u.pos LIMIT 1)`
 
 // columnKey is MariaDB's Key (COLUMN_KEY) of column c, the first that applies of: PRI for a
 // primary key's columns, or those of the unique key taken as one (promotedKey); UNI for the column of a one-column unique key or index; MUL for the

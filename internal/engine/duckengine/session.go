@@ -71,11 +71,13 @@ type session struct {
 	// fkPending: keys wait with the checks on, held on the session's writes (mysqlfkpending.go);
 	// holdingKeys while a write runs so held.
 	fkPending, holdingKeys bool
+	// undo is a MySQL client's open transaction's statements, run again to undo one refused (mysqlstmtundo.go).
+	undo stmtLog
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
-func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+func (s *session) execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	s.holdLast(ctx)
 	if q.Protocol == query.ProtocolTrino && q.Schema != "" && q.Schema != s.trinoSchema {
 		if err := followSchema(ctx, s.conn, q.Schema); err != nil {

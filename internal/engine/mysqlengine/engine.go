@@ -164,7 +164,24 @@ func Open(cfg Config) (*Engine, error) {
 }
 
 // Ping opens (or reuses) a connection and pings the server.
+//
+// With every connection slot in use (queries running, or clients that never read the results
+// they asked for) the engine is busy, not down: a ping that waited for a slot until the health
+// check's timeout marked the cluster unhealthy, and every other client of its group was refused
+// at once ("no enabled, healthy cluster") instead of queued. Such a ping dials a connection of
+// its own, outside the cap, and closes it after.
 func (e *Engine) Ping(ctx context.Context) error {
+	if !e.slots.tryTake() {
+		c, err := e.dialWith(ctx, e.handshakeDialer, 0)
+		if err != nil {
+			return err
+		}
+		err = c.Ping()
+		e.forget(c)
+		_ = c.Close()
+		return e.wrap(err)
+	}
+	e.slots.give()
 	c, err := e.acquire(ctx, 0)
 	if err != nil {
 		return err

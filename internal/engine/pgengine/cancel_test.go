@@ -149,19 +149,7 @@ func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
 		{"cancel while it streams", func(t *testing.T, m string) error {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			rows, err := c.e.Execute(ctx, &query.Request{SQL: firstFast(m)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			if _, err := rows.Next(ctx); err != nil {
-				t.Fatal(err)
-			}
-			go c.whenRunning(t, m, cancel)
-			for err == nil {
-				_, err = rows.Next(ctx)
-			}
-			return err
+			return c.cancelWhileStreaming(t, m, ctx, cancel)
 		}},
 		{"closed before its end", func(t *testing.T, m string) error {
 			rows, err := c.e.Execute(context.Background(), &query.Request{SQL: firstFast(m)})
@@ -186,13 +174,7 @@ func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
 			defer cancel()
 			var stopped atomic.Bool
 			qctx := query.WithStop(ctx, func() { stopped.Store(true); cancel() })
-			rows, err := c.e.Execute(qctx, &query.Request{SQL: firstFast(m)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := rows.Next(qctx); err != nil {
-				t.Fatal(err)
-			}
+			rows := c.firstBatch(t, m, qctx)
 			c.whenRunning(t, m, func() {})
 			if stopped.Load() {
 				t.Fatal("the statement was stopped before its rows were closed")
@@ -202,6 +184,33 @@ func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
 				t.Fatal("Close did not stop the statement through the cancel it was handed")
 			}
 			return ctx.Err()
+		}},
+		// A query.Statement (trinohttp's): the engine watches it itself (watchedRows), not pgx.
+		{"a statement's cancel while it runs", func(t *testing.T, m string) error {
+			sc, cancel := query.NewStatement(context.Background())
+			defer cancel()
+			go c.whenRunning(t, m, cancel)
+			return drain(c.e.Execute(query.WithEngineTag(sc, "qf-tag"), &query.Request{SQL: "select pg_sleep(600) /* " + m + " */"}))
+		}},
+		{"a statement's cancel while it streams", func(t *testing.T, m string) error {
+			sc, cancel := query.NewStatement(context.Background())
+			defer cancel()
+			return c.cancelWhileStreaming(t, m, sc, cancel)
+		}},
+		{"a statement's rows closed before their end", func(t *testing.T, m string) error {
+			sc, cancel := query.NewStatement(context.Background())
+			defer cancel()
+			rows := c.firstBatch(t, m, sc)
+			c.whenRunning(t, m, func() {})
+			_ = rows.Close()
+			return sc.Err()
+		}},
+		{"a deadline over a statement", func(t *testing.T, m string) error {
+			sc, cancel := query.NewStatement(context.Background())
+			defer cancel()
+			ctx, stop := context.WithTimeout(sc, time.Second)
+			defer stop()
+			return drain(c.e.Execute(ctx, &query.Request{SQL: "select pg_sleep(600) /* " + m + " */"}))
 		}},
 	}
 	for _, tc := range cases {
@@ -219,6 +228,31 @@ func TestCancelEndsTheStatementOnTheServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cancelWhileStreaming runs firstFast(m) under ctx, reads its first batch, cancels it once it
+// runs on the server and returns the error its rows end with.
+func (c *cancelled) cancelWhileStreaming(t *testing.T, m string, ctx context.Context, cancel func()) error {
+	rows := c.firstBatch(t, m, ctx)
+	defer rows.Close()
+	go c.whenRunning(t, m, cancel)
+	var err error
+	for err == nil {
+		_, err = rows.Next(ctx)
+	}
+	return err
+}
+
+// firstBatch runs firstFast(m) under ctx and reads its first batch.
+func (c *cancelled) firstBatch(t *testing.T, m string, ctx context.Context) query.Rows {
+	rows, err := c.e.Execute(ctx, &query.Request{SQL: firstFast(m)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rows.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
 
 // A relay connection given back in the middle of a statement (the client left, the frontend
@@ -280,5 +314,58 @@ func TestWireClosedMidStatementEndsItOnTheServer(t *testing.T) {
 				t.Fatalf("%d backends still run the statement after Close returned", n)
 			}
 		})
+	}
+}
+
+// Under a query.Statement (the engine's own watch, watchedRows), a statement's rows, its
+// PostgreSQL error and an early Close are as under any context, and each gives its connection
+// back (the engine has one: a connection kept would hold the next statement for ever).
+func TestAStatementsRowsAndErrorsGiveTheConnectionBack(t *testing.T) {
+	c := openCancelled(t)
+	pid := c.backendPID(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 20; i++ {
+			sc, cancel := query.NewStatement(context.Background())
+			switch i % 3 {
+			case 0:
+				rows, err := c.e.Execute(sc, &query.Request{SQL: "select 41 + 1"})
+				if err != nil {
+					t.Errorf("select: %v", err)
+					break
+				}
+				b, err := rows.Next(sc)
+				if err != nil || b == nil || b.NumRows() != 1 {
+					t.Errorf("select's rows: %v, %v", b, err)
+				}
+				if _, err := rows.Next(sc); err != io.EOF {
+					t.Errorf("select's end: %v, want io.EOF", err)
+				}
+				_ = rows.Close()
+			case 1:
+				_, err := c.e.Execute(sc, &query.Request{SQL: "selec 1"})
+				var qe *query.Error
+				if !errors.As(err, &qe) || qe.Code != "42601" {
+					t.Errorf("a syntax error: %v, want SQLSTATE 42601", err)
+				}
+			case 2:
+				rows, err := c.e.Execute(sc, &query.Request{SQL: "select g from generate_series(1, 100000) g"})
+				if err != nil {
+					t.Errorf("select: %v", err)
+					break
+				}
+				_ = rows.Close()
+			}
+			cancel()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(startBound):
+		t.Fatal("the statements did not end: a connection was not given back")
+	}
+	if got := c.backendPID(t); got != pid {
+		t.Fatalf("the last statement ran on backend %d, not %d: a connection was closed", got, pid)
 	}
 }

@@ -27,7 +27,7 @@ type ownerCtxKey struct{}
 // forStatement is ctx carrying what the pool readies a connection with for q: its search_path
 // (searchpath.go) and its user.
 func forStatement(ctx context.Context, q *query.Request) context.Context {
-	return context.WithValue(withSearchPath(ctx, q), ownerCtxKey{}, q.User)
+	return query.WithValue(withSearchPath(ctx, q), ownerCtxKey{}, q.User)
 }
 
 // resetForOwner discards conn's session state when ctx's statement is another user's than the
@@ -39,8 +39,11 @@ func resetForOwner(ctx context.Context, conn *pgx.Conn, after func(context.Conte
 	}
 	data := conn.PgConn().CustomData()
 	last, had := data[ownerKey].(string)
+	if had && last == owner {
+		return nil // the same user's again, as most statements are: nothing to store either
+	}
 	data[ownerKey] = owner
-	if !had || last == owner {
+	if !had {
 		return nil
 	}
 	if err := conn.DeallocateAll(ctx); err != nil {

@@ -354,7 +354,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 	if len(q.Args) > 0 {
 		sqlText = cachedUnder(ctx, sqlText)
 	}
-	rows, err := db.Query(ctx, sqlText, args...)
+	rows, err := e.query(ctx, db, sqlText, args)
 	for tries := 0; err != nil && tries < len(q.Args) && retypesParams(q) && outsideTx(db); tries++ { // mysqlparamtypes.go
 		typed, ok := typedParam(sqlText, untypedParam(ctx, db, sqlText, q.Args, err), q.Args)
 		if !ok {
@@ -388,6 +388,75 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		return nil, err
 	}
 	return engine.NewSourceStream(sh.builders, &result{ctx: ctx, rows: rows, fields: fields, decoders: sh.decoders, plain: sh.plain, stop: stop}), nil
+}
+
+// query runs sqlText on db. On the pool, under a query.Statement's end alone (trinohttp's
+// statements), the connection taken runs it under a context that never ends, the Statement
+// watched instead (watchedRows): pgx's own watch of the context (a context.AfterFunc, the
+// statement's children map and its removal) cost about 4k instructions a statement (#22).
+func (e *Engine) query(ctx context.Context, db querier, sqlText string, args []any) (pgx.Rows, error) {
+	sc := (*query.Statement)(nil)
+	if db == querier(e.pool) {
+		sc = query.StatementOf(ctx)
+	}
+	if sc == nil {
+		return db.Query(ctx, sqlText, args...)
+	}
+	c, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := &resendingCancel{conn: c.Conn().PgConn()}
+	if err := sc.Arm(h); err != nil {
+		c.Release()
+		if errors.Is(err, query.ErrArmed) { // another statement of it is being read
+			return db.Query(ctx, sqlText, args...)
+		}
+		return nil, err
+	}
+	w := &watchedRows{c: c, sc: sc, h: h}
+	w.Rows, err = c.Conn().Query(context.WithoutCancel(ctx), sqlText, args...)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// watchedRows are rows read on a pooled connection under a context that never ends, their
+// Statement armed with the connection's cancel (resendingCancel, as pgx arms it): closed, or
+// read to their end, they disarm it (waiting, as pgx does, for a cancel under way to be
+// answered) and give the connection back, as pgxpool's rows give it back.
+type watchedRows struct {
+	pgx.Rows
+	c  *pgxpool.Conn
+	sc *query.Statement
+	h  *resendingCancel
+}
+
+func (r *watchedRows) Next() bool {
+	if r.c == nil {
+		return false
+	}
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *watchedRows) Close() {
+	if r.c == nil {
+		return
+	}
+	if r.Rows != nil {
+		r.Rows.Close()
+	}
+	if !r.sc.Disarm() {
+		r.h.HandleUnwatchAfterCancel()
+	}
+	r.c.Release()
+	r.c = nil
 }
 
 // placeInClientText moves the position of PostgreSQL's error err, if any, from the text t

@@ -26,7 +26,7 @@ func withSearchPath(ctx context.Context, q *query.Request) context.Context {
 	if q.Protocol != query.ProtocolTrino || q.Schema == "" {
 		return ctx
 	}
-	return context.WithValue(ctx, searchPathCtxKey{}, `"`+strings.ReplaceAll(q.Schema, `"`, `""`)+`"`)
+	return query.WithValue(ctx, searchPathCtxKey{}, `"`+strings.ReplaceAll(q.Schema, `"`, `""`)+`"`)
 }
 
 // searchPathOf is the search_path ctx's statement needs, "" for the server's default.

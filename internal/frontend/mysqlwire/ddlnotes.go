@@ -11,8 +11,8 @@ import (
 
 // MariaDB answers a DDL statement whose IF EXISTS or IF NOT EXISTS left it nothing to do with
 // a Note: DROP TABLE IF EXISTS of a missing table 1051 "Unknown table 'db.t'", CREATE TABLE IF
-// NOT EXISTS of one that exists 1050, DROP VIEW IF EXISTS 4092, CREATE DATABASE IF NOT EXISTS
-// 1007, DROP DATABASE IF EXISTS 1008: the OK packet's warning count is 1, SHOW WARNINGS lists
+// NOT EXISTS of one that exists 1050, DROP VIEW IF EXISTS 4092 (a database's are
+// databaseddl.go's): the OK packet's warning count is 1, SHOW WARNINGS lists
 // the note, and drivers show it (mysql2's warningStatus, PyMySQL's warnings, migration tools
 // that log them). PostgreSQL's NOTICE and DuckDB's silence gave the client none. On an engine
 // that is not MySQL's, the proxy asks the engine (SHOW TABLES, SHOW DATABASES, as a client
@@ -21,14 +21,12 @@ import (
 
 // ddlNote is what MariaDB notes for one kind of IF [NOT] EXISTS statement.
 type ddlNote struct {
-	code     uint16
-	exists   bool // noted for the names that exist (IF NOT EXISTS), else for those missing
-	database bool // the names are databases (else tables or views)
-	names    []ddlName
+	code   uint16
+	exists bool // noted for the names that exist (IF NOT EXISTS), else for those missing
+	names  []ddlName
 }
 
-// ddlName is a table's (or view's) schema as written ("" for the session's) and name, or a
-// database's name.
+// ddlName is a table's (or view's) schema as written ("" for the session's) and name.
 type ddlName struct{ schema, name string }
 
 // parseDDLNote is the note sql's IF [NOT] EXISTS may earn, nil for any other statement.
@@ -56,10 +54,6 @@ func parseDDLNote(sql string) *ddlNote {
 		n.code = erUnknownView
 	case toks[i].IsWord("table", "view") && !drop:
 		n.code, n.exists = mysql.ER_TABLE_EXISTS_ERROR, true // 1050
-	case toks[i].IsWord("database", "schema") && drop:
-		n.code, n.database = mysql.ER_DB_DROP_EXISTS, true // 1008
-	case toks[i].IsWord("database", "schema"):
-		n.code, n.database, n.exists = mysql.ER_DB_CREATE_EXISTS, true, true // 1007
 	default:
 		return nil
 	}
@@ -78,12 +72,12 @@ func parseDDLNote(sql string) *ddlNote {
 	}
 	rest := toks[i+2:]
 	for len(rest) > 0 {
-		name, after, ok := ddlNameAt(rest, !n.database)
+		name, after, ok := ddlNameAt(rest, true)
 		if !ok {
 			return nil
 		}
 		n.names = append(n.names, name)
-		if !drop || n.database || len(after) == 0 || after[0].Text != "," {
+		if !drop || len(after) == 0 || after[0].Text != "," {
 			if drop && len(after) > 0 && !after[0].IsWord("restrict", "cascade") {
 				return nil
 			}
@@ -122,29 +116,18 @@ func (h *session) ddlNotes(ctx context.Context, sql string) []diagnostic {
 	}
 	var noted []string
 	for _, name := range n.names {
-		var exists bool
-		if n.database {
-			exists = h.databaseExists(ctx, name.name) == nil
-		} else {
-			show := "SHOW FULL TABLES"
-			if name.schema != "" {
-				show += " FROM `" + strings.ReplaceAll(name.schema, "`", "``") + "`"
-			}
-			var err error
-			exists, err = h.listsOnSession(ctx, show+" LIKE "+mysqlQuote(name.name), name.name)
-			if err != nil {
-				return nil
-			}
+		show := "SHOW FULL TABLES"
+		if name.schema != "" {
+			show += " FROM `" + strings.ReplaceAll(name.schema, "`", "``") + "`"
+		}
+		exists, err := h.listsOnSession(ctx, show+" LIKE "+mysqlQuote(name.name), name.name)
+		if err != nil {
+			return nil
 		}
 		if exists != n.exists {
 			continue
 		}
-		switch {
-		case n.exists && n.database:
-			return []diagnostic{{Level: "Note", Code: n.code, Message: "Can't create database '" + name.name + "'; database exists"}}
-		case n.database:
-			return []diagnostic{{Level: "Note", Code: n.code, Message: "Can't drop database '" + name.name + "'; database doesn't exist"}}
-		case n.exists:
+		if n.exists {
 			return []diagnostic{{Level: "Note", Code: n.code, Message: "Table '" + name.name + "' already exists"}}
 		}
 		schema := name.schema

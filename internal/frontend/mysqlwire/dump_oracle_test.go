@@ -269,7 +269,6 @@ func oneConnEach(t *testing.T, maria, duck *sql.DB) [2]*sql.Conn {
 // SHOW INDEX's Cardinality left out, the database's name in db.table written db).
 func compareSteps(t *testing.T, maria, duck querier, steps []string) {
 	t.Helper()
-	ctx := context.Background()
 	sides := []querier{maria, duck}
 	var dbs [2]string
 	for i, side := range sides {
@@ -278,22 +277,29 @@ func compareSteps(t *testing.T, maria, duck querier, steps []string) {
 	for _, step := range steps {
 		var got [2]string
 		for i, side := range sides {
-			if stmt, ok := strings.CutPrefix(step, "exec "); ok {
-				stmt, args := stepArgs(stmt)
-				res, err := side.ExecContext(ctx, stmt, args...)
-				n := int64(-1)
-				if err == nil {
-					n, _ = res.RowsAffected()
-				}
-				got[i] = fmt.Sprintf("error %d, %d rows", errNumber(err), n)
-				continue
-			}
-			got[i] = strings.ReplaceAll(withoutCardinality(dumpRows(t, side, step)), dbs[i]+".", "db.")
+			got[i] = strings.ReplaceAll(stepAnswer(t, side, step), dbs[i]+".", "db.")
 		}
 		if got[0] != got[1] {
 			t.Errorf("%s:\n MariaDB %s\n DuckDB  %s", step, got[0], got[1])
 		}
 	}
+}
+
+// stepAnswer is what side answers step (compareSteps): an "exec <statement>" its error number
+// and rows affected, any other its rows (dumpRows, SHOW INDEX's Cardinality left out).
+func stepAnswer(t *testing.T, side querier, step string) string {
+	t.Helper()
+	stmt, ok := strings.CutPrefix(step, "exec ")
+	if !ok {
+		return withoutCardinality(dumpRows(t, side, step))
+	}
+	stmt, args := stepArgs(stmt)
+	res, err := side.ExecContext(context.Background(), stmt, args...)
+	n := int64(-1)
+	if err == nil {
+		n, _ = res.RowsAffected()
+	}
+	return fmt.Sprintf("error %d, %d rows", errNumber(err), n)
 }
 
 // stepArgs splits an exec step "statement <- a, b" into the statement and its arguments, sent

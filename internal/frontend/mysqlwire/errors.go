@@ -113,6 +113,9 @@ func toMySQLError(err error) *mysql.MyError {
 		if c.state == sqlstate.IntegrityConstraintViolation && qe.Code == sqlstate.IntegrityConstraintViolation && strings.Contains(strings.ToUpper(msg), "NOT NULL") {
 			c.errno = mysql.ER_BAD_NULL_ERROR
 		}
+		if qe.Code == sqlstate.DivisionByZero {
+			msg = divZeroMessage // MariaDB's words (strict mode's error), not the engine's
+		}
 		return &mysql.MyError{Code: c.errno, State: c.state, Message: msg}
 	}
 	return &mysql.MyError{Code: mysql.ER_UNKNOWN_ERROR, State: sqlstate.MySQLGeneralError, Message: msg}

@@ -60,18 +60,25 @@ func sameNumber(a, b sql.NullString) bool {
 // mariaAndDuck opens a new MariaDB database and the proxy on an embedded in-memory DuckDB, as
 // the oracle tests compare them.
 func mariaAndDuck(t *testing.T) (maria, duck *sql.DB) {
-	dsn, _ := mytest.NewDatabase(t)
-	maria, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { maria.Close() })
+	maria, _ = newMariaDB(t)
 	eng, err := duckengine.Open(engine.Spec{Name: "duck", Kind: "duckdb", Endpoint: ":memory:"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
 	return maria, openDB(t, serveCore(t, "duck", eng, coreSetup{}).addr, testUser, "", "duck", "")
+}
+
+// newMariaDB is a connection pool to a new database of the MariaDB oracle, and its name.
+func newMariaDB(t *testing.T) (*sql.DB, string) {
+	t.Helper()
+	dsn, name := mytest.NewDatabase(t)
+	maria, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { maria.Close() })
+	return maria, name
 }
 
 // TestMySQLDateAndStringFunctionsLikeMariaDB: MySQL's functions of a date (of its text too,

@@ -885,4 +885,50 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"exec alter table yr add column c year",
 		"show columns from yr",
 	}},
+	// information_schema.TABLES has MariaDB's columns, AUTO_INCREMENT the table's next id (as
+	// SHOW CREATE TABLE's; 1 for an empty table, NULL without such a column), a view's row
+	// MariaDB's NULLs and its comment VIEW. DuckDB's had no AUTO_INCREMENT (1054).
+	{"information_schema tables auto_increment", []string{
+		"exec create table ta (id int auto_increment primary key, v int)",
+		"exec create table te (id bigint unsigned auto_increment primary key)",
+		"exec create table tn (v int)",
+		"exec insert into ta (v) values (1), (2)",
+		"exec insert into ta values (10, 3)",
+		"exec create view tv as select v from ta",
+		"select table_name, auto_increment from information_schema.tables where table_schema = database() order by table_name",
+		"select auto_increment from information_schema.tables where table_schema = database() and table_name = 'ta'",
+		"exec alter table ta auto_increment = 50",
+		"select `AUTO_INCREMENT` from information_schema.`TABLES` where table_schema = database() and table_name = 'ta'",
+		"select table_name, table_type, version, row_format, auto_increment, table_collation, create_options, table_comment, temporary " +
+			"from information_schema.tables where table_schema = database() order by table_name",
+	}},
+	// A UNIQUE index created later (CREATE UNIQUE INDEX, ALTER TABLE ADD UNIQUE) of NOT NULL
+	// columns of a table without a primary key is InnoDB's primary key: SHOW COLUMNS and
+	// COLUMN_KEY say PRI for its columns (DuckDB's said UNI, or MUL and '' for two columns).
+	{"unique index added later as the primary key", []string{
+		"exec create table x1 (a int not null, b int)",
+		"exec create unique index x1a on x1 (a)",
+		"exec create table x2 (a int not null, b int not null)",
+		"exec alter table x2 add unique (b)",
+		"exec create table x3 (code varchar(10) not null, n int)",
+		"exec alter table x3 add unique key uc (code)",
+		"exec create table x4 (a int, b int not null, c int not null)",
+		"exec create unique index ia on x4 (a)",
+		"exec create unique index ib on x4 (b)",
+		"exec create unique index ic on x4 (c)",
+		"exec create table x5 (a int not null, b int not null, c int)",
+		"exec create unique index iab on x5 (a, b)",
+		"exec create table x6 (id int primary key, a int not null)",
+		"exec create unique index x6a on x6 (a)",
+		"exec create table x7 (a int not null unique, b int not null)",
+		"exec create unique index x7b on x7 (b)",
+		"show columns from x1",
+		"show columns from x2",
+		"show columns from x3",
+		"show columns from x4",
+		"show columns from x5",
+		"show columns from x6",
+		"show columns from x7",
+		"select table_name, column_name, column_key from information_schema.columns where table_schema = database() order by table_name, ordinal_position",
+	}},
 }

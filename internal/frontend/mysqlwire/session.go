@@ -53,6 +53,7 @@ type session struct {
 	more            bool                 // more results follow this statement's (multi-statements)
 	failed          bool                 // an error packet was written for the statement (it ends stacked statements)
 	warnings        uint16               // the running statement's warning count, for its EOF
+	divZeros        int                  // the running statement's divisions by zero per row answered (divzero.go)
 	stmtStatus      uint16               // the engine's status flags of the statement, for its EOF (mysqlengine.StatementStatus)
 	eof             [9]byte              // writeEOF's packet (go-mysql copies it out)
 	diag            []diagnostic         // the last statement's warnings or error (SHOW WARNINGS)
@@ -153,7 +154,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		args = bin.args
 	}
 	binary := bin != nil
-	h.warnings, h.lastErr, h.engineNoted = 0, 0, false
+	h.warnings, h.lastErr, h.engineNoted, h.divZeros = 0, 0, false, 0
 	h.forgetDiagnostics(sql)
 	if mysqlengine.LoadsLocalFile(sql) && !h.routesToMySQL() {
 		h.writeError(errLocalInfileOff)
@@ -162,6 +163,12 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 	sent := sql
 	if isSetStatement(sql) {
 		sent = engineSetText(sql)
+	}
+	if rewritten, perRow := zeroDivisions(sql); rewritten != "" && !h.routesToMySQL() { // divzero.go
+		sent = rewritten
+		if perRow > 0 && h.warnsDivisionByZero() {
+			h.divZeros = perRow
+		}
 	}
 	req := h.request(sent, args)
 	ctx, cancel := context.WithCancel(h.ctx)
@@ -188,6 +195,15 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 			h.syncTx()
 			return res, err
 		}
+	}
+	if d, ok := parseDatabaseDDL(sql); ok && !h.routesToMySQL() && (!d.schema || h.routesToPostgreSQL(req)) { // databaseddl.go
+		res, err := h.runDatabaseDDL(ctx, d, req)
+		if err != nil {
+			h.writeError(err)
+			res = written()
+		}
+		h.syncTx()
+		return res, nil
 	}
 	notes := h.ddlNotes(ctx, sql) // ddlnotes.go
 	execute := h.s.backend.Execute
@@ -614,6 +630,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 	if err := h.writeEOF(); err != nil {
 		return err
 	}
+	answered := 0
 	for {
 		batch, err := rows.Next(ctx)
 		if err == io.EOF && moreResults(rows) {
@@ -621,9 +638,16 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 		}
 		if err == io.EOF {
 			_, n, ws := mysqlengine.SplitWarnings(rows.Tag())
+			if n == 0 && h.divZeros > 0 && answered > 0 {
+				total := answered * h.divZeros
+				ws, n = divZeroWarnings(total), uint16(min(total, 0xffff))
+			}
 			h.noteWarnings(ws)
 			h.warnings = n
 			return h.writeEOF()
+		}
+		if batch != nil {
+			answered += int(batch.NumRows())
 		}
 		if err != nil {
 			return h.writeErrorPacket(h.clientError(err))

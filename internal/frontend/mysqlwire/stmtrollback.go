@@ -53,6 +53,11 @@ func abortsOnError(e query.Engine) bool {
 // rollsBackStatements reports whether the transaction req opens runs on an engine that
 // abortsOnError: the session then guards its statements (set when the session pins).
 func (h *session) rollsBackStatements(req *query.Request) bool {
+	return h.routesToPostgreSQL(req)
+}
+
+// routesToPostgreSQL reports whether req's statement runs on a PostgreSQL server.
+func (h *session) routesToPostgreSQL(req *query.Request) bool {
 	if r, ok := h.s.backend.(engineRouter); ok {
 		return r.RoutesTo(req, abortsOnError)
 	}

@@ -119,9 +119,11 @@ func (s *Server) start(req *query.Request) (*runningQuery, func()) {
 	// the server's context's child (s.values never ends): the server's Close cancels every
 	// held query (cancelHeld), so no statement is registered in that context's children and
 	// taken out again.
-	ctx, cancel := context.WithCancel(s.values)
+	// A query.Statement: its cancel is carried as query.WithStop's, and the engine watches it
+	// without a context.AfterFunc of its own (pgengine's watchedPool).
+	sc, cancel := query.NewStatement(s.values)
 	q.cancel = cancel
-	ctx = query.WithStop(ctx, cancel)
+	var ctx context.Context = sc
 	update, header, prepare, err := sessionStatement(req)
 	switch {
 	case err != nil:

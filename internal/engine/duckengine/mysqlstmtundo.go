@@ -1,0 +1,261 @@
+package duckengine
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// Statement-level undo for a MySQL client's transaction. MariaDB (InnoDB) undoes a refused
+// statement of a transaction (a duplicate key, a foreign key, NOT NULL, CHECK, a bad value) and
+// keeps the transaction: the next statements run and COMMIT commits the ones that succeeded.
+// DuckDB aborts the whole transaction on such an error and has no savepoints.
+//
+// So a MySQL client's session keeps the statements of its open transaction that changed
+// something (stmtLog), and when one fails it rolls DuckDB's transaction back, begins another
+// and runs the kept statements again, in order: the transaction is then as it was before the
+// refused statement, as on MariaDB. Nothing is paid while statements succeed but a copy of each
+// writing statement's request; a refusal costs a run of the transaction's writes so far
+// (bounded by stmtLogMax statements and stmtLogBytesMax bytes of text and arguments, past which
+// a refusal fails the whole transaction, as before). A kept write runs again in about the time
+// it first took (BenchmarkMySQLRefusedWriteUndo), so the bound is that of a refusal's stall.
+//
+// What a run again would not give back the same is not kept, and a refusal after it fails the
+// whole transaction, as before: a statement that reads or assigns a user variable (DuckDB's
+// variables are not transactional: @v would hold its newest value), one whose values are random
+// (RAND(), UUID()), data a client streams (LOAD DATA LOCAL INFILE). SELECT, SHOW and the other
+// reads are not kept; a SET that names FOREIGN_KEY_CHECKS is (its session state follows the
+// run), other SETs change nothing a ROLLBACK undoes and are not kept.
+var (
+	stmtLogMax      = 1000 // a var for tests (export_stmtundo_test.go)
+	stmtLogBytesMax = 4 << 20
+)
+
+// keptStmt is a statement kept to run again, with the AUTO_INCREMENT ids it reserved.
+type keptStmt struct {
+	q   *query.Request
+	ids []int64
+}
+
+// stmtLog is a MySQL client's open transaction's statements, kept to run again (mysqlstmtundo.go).
+type stmtLog struct {
+	stmts []keptStmt
+	bytes int
+	// lost: a statement ran that cannot be run again, or the log is full: a refusal fails the
+	// whole transaction.
+	lost bool
+	// depth counts the session's Execute calls under way (its own statements call it again):
+	// only the client's (the outermost) is kept or undone.
+	depth int
+	// undone counts the statements run again, for tests (export_test.go).
+	undone int
+}
+
+func (l *stmtLog) reset() {
+	clear(l.stmts)
+	l.stmts, l.bytes, l.lost = l.stmts[:0], 0, false
+}
+
+// Execute runs q; a MySQL client's statement refused inside its transaction is undone alone
+// (undoStatement).
+func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	if !isMySQL(q) || s.undo.depth > 0 {
+		return s.execute(ctx, q)
+	}
+	s.undo.depth++
+	defer func() { s.undo.depth-- }()
+	if s.status == 'E' {
+		s.undoStatement(ctx) // a result's error while its rows were read failed the transaction
+	}
+	inTx := s.status == 'T'
+	var ids *stmtIDs
+	if inTx && !s.undo.lost {
+		ids = &stmtIDs{}
+		ctx = withIDs(ctx, ids)
+	}
+	rows, err := s.execute(ctx, q)
+	switch {
+	case !inTx || s.status == 'I':
+		s.undo.reset() // no transaction before, or it ended: a new one starts with nothing kept
+	case s.status == 'E':
+		s.undoStatement(ctx)
+	case err == nil:
+		s.undo.keep(q, ids)
+	}
+	return rows, err
+}
+
+// undoStatement undoes the statement that failed the session's transaction: DuckDB's
+// transaction rolled back and begun again, the kept statements run again. When that cannot be
+// done the transaction stays failed.
+func (s *session) undoStatement(ctx context.Context) {
+	if s.undo.lost || s.status != 'E' {
+		return
+	}
+	ctx = context.WithoutCancel(ctx) // a cancelled statement is undone too (MariaDB's 1317, 1969)
+	s.holdLast(ctx)
+	if s.exec(ctx, "ROLLBACK") != nil || s.exec(ctx, "BEGIN TRANSACTION") != nil {
+		s.undo.lost = true
+		return
+	}
+	s.status, s.written = 'T', nil
+	for _, k := range s.undo.stmts {
+		rows, err := s.execute(withIDs(ctx, &stmtIDs{ids: slices.Clone(k.ids), replaying: true}), k.q)
+		if err == nil {
+			err = drain(ctx, rows)
+		}
+		s.last = nil
+		if err != nil || s.status != 'T' {
+			s.fail()
+			s.undo.lost = true
+			return
+		}
+		s.undo.undone++
+	}
+	if s.fkPending || s.fkChecksOff || slices.ContainsFunc(s.undo.stmts, func(k keptStmt) bool { return namesForeignKeyChecks(k.q) }) {
+		s.fkChecksOff = foreignKeyChecksOff(ctx, s.conn)
+		s.fkPending = !s.fkChecksOff && anyPending(ctx, s.conn)
+	}
+}
+
+// drain reads rows to their end and closes them.
+func drain(ctx context.Context, rows query.Rows) error {
+	defer rows.Close()
+	for rows.Schema() != nil {
+		b, err := rows.Next(ctx)
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		b.Release()
+	}
+	return nil
+}
+
+// keep notes q, which succeeded in the open transaction, to be run again if a later statement
+// fails.
+func (l *stmtLog) keep(q *query.Request, ids *stmtIDs) {
+	if l.lost || !changesData(q.SQL) {
+		return
+	}
+	if q.CopyIn != nil || ids == nil || ids.unplanned || namesUserVar(q.SQL) || randomValues(q.SQL) {
+		l.lost = true
+		return
+	}
+	c := *q
+	c.Args = slices.Clone(q.Args)
+	n := len(q.SQL)
+	for i, a := range c.Args {
+		switch v := a.(type) {
+		case []byte: // a frontend may reuse the buffer its parameters came in
+			c.Args[i] = bytes.Clone(v)
+			n += len(v)
+		case string:
+			n += len(v)
+		}
+	}
+	l.bytes += n
+	if len(l.stmts) >= stmtLogMax || l.bytes > stmtLogBytesMax {
+		l.lost = true
+		return
+	}
+	l.stmts = append(l.stmts, keptStmt{q: &c, ids: ids.ids})
+}
+
+// changesData reports whether a MySQL client's statement may change what a ROLLBACK undoes:
+// not a read, not a transaction's own statement, not a SET but one of FOREIGN_KEY_CHECKS.
+func changesData(sqlText string) bool {
+	switch strings.ToLower(sqltok.FirstKeyword(sqlText, sqltok.MySQL)) {
+	case "select", "show", "describe", "desc", "explain", "with", "values", "table", "help", "do",
+		"savepoint", "release", "rollback", "commit", "begin", "start", "xa", "lock", "unlock", "":
+		return false
+	case "set":
+		return strings.Contains(strings.ToLower(sqlText), "foreign_key_checks")
+	}
+	return true
+}
+
+// namesUserVar reports whether a MySQL client's statement reads or assigns a user variable.
+func namesUserVar(sqlText string) bool {
+	if !mayNameVariable(sqlText) {
+		return false
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
+	for i, t := range toks {
+		if t.Kind == sqltok.Operator && strings.HasSuffix(t.Text, "@") && !strings.HasSuffix(t.Text, "@@") {
+			if _, end := variableAt(toks, i); end >= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// randomValues reports whether a statement calls a function whose value differs each run.
+func randomValues(sqlText string) bool {
+	low := strings.ToLower(sqlText)
+	if !strings.Contains(low, "rand") && !strings.Contains(low, "uuid") && !strings.Contains(low, "guid") {
+		return false
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
+	for i, t := range toks[:max(len(toks)-1, 0)] {
+		if t.IsWord("rand", "random", "uuid", "uuid_short", "gen_random_uuid", "sys_guid") && toks[i+1].Text == "(" {
+			return true
+		}
+	}
+	return false
+}
+
+// stmtIDs are the AUTO_INCREMENT ids a kept statement reserved (autoinc.go's reserve), in
+// order, so that it gets the same ones when it runs again: DuckDB's sequences do not roll back.
+type stmtIDs struct {
+	ids       []int64
+	replaying bool // reserve gives ids[0], ... instead of taking new ones
+	unplanned bool // an INSERT took ids from its column's DEFAULT: they would differ
+}
+
+type stmtIDsKey struct{}
+
+func withIDs(ctx context.Context, r *stmtIDs) context.Context {
+	return context.WithValue(ctx, stmtIDsKey{}, r)
+}
+
+func idsOf(ctx context.Context) *stmtIDs {
+	r, _ := ctx.Value(stmtIDsKey{}).(*stmtIDs)
+	return r
+}
+
+// recordingIDs reports whether the statement's ids are kept: its INSERT writes them in.
+func recordingIDs(ctx context.Context) bool { return idsOf(ctx) != nil }
+
+// replayedID is the next id a statement run again reserved the first time.
+func replayedID(ctx context.Context) (int64, bool) {
+	r := idsOf(ctx)
+	if r == nil || !r.replaying || len(r.ids) == 0 {
+		return 0, false
+	}
+	id := r.ids[0]
+	r.ids = r.ids[1:]
+	return id, true
+}
+
+// noteID keeps an id the statement reserved.
+func noteID(ctx context.Context, id int64) {
+	if r := idsOf(ctx); r != nil && !r.replaying {
+		r.ids = append(r.ids, id)
+	}
+}
+
+// noteUnplanned notes that the statement's ids came from its column's DEFAULT.
+func noteUnplanned(ctx context.Context) {
+	if r := idsOf(ctx); r != nil {
+		r.unplanned = true
+	}
+}
