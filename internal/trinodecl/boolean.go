@@ -8,7 +8,7 @@ import (
 
 // BooleanItems reports, for each select item of sqlText's outermost SELECT, whether Trino types
 // it boolean by its form: a comparison, a predicate (IS, IN, LIKE, BETWEEN, EXISTS), a logical
-// operator, true or false, a CASE whose every branch is one of these. An engine without a
+// operator, true or false, a call of a boolean function, a CASE whose every branch is one of these. An engine without a
 // boolean type (MariaDB: 1 = 1 is an integer 1) answers such an item as an integer; the Trino
 // frontend announces it boolean. nil when no item is boolean, and for a select list with a *.
 func BooleanItems(sqlText string) []bool {
@@ -29,6 +29,8 @@ func isBoolean(toks []sqltok.Token) bool {
 		return true
 	case isWord(toks[0], "case") && caseEnd(toks, 0) == n-1:
 		return booleanBranches(toks)
+	case toks[0].Kind == sqltok.Word && booleanFunctions[strings.ToLower(toks[0].Text)] && toks[1].Text == "(" && closes(toks, 1) == n-1:
+		return true
 	}
 	depth := 0
 	for i := 0; i < n; i++ {
@@ -50,6 +52,10 @@ func isBoolean(toks []sqltok.Token) bool {
 
 // comparisons are the operators whose value is boolean.
 var comparisons = map[string]bool{"=": true, "<>": true, "!=": true, "<": true, ">": true, "<=": true, ">=": true}
+
+// booleanFunctions are Trino's functions whose value is boolean.
+var booleanFunctions = map[string]bool{"regexp_like": true, "contains": true, "starts_with": true, "is_nan": true,
+	"is_finite": true, "is_infinite": true, "json_exists": true}
 
 // predicateWords are the words that, outside parentheses, make an expression a predicate.
 var predicateWords = map[string]bool{"and": true, "or": true, "not": true, "is": true, "in": true, "like": true,

@@ -61,7 +61,8 @@ func lexical(sqlText string) string {
 			toks = append(toks, t)
 			changed = changed || t.Kind == sqltok.QuotedIdent || t.Text == "||" ||
 				t.Kind == sqltok.String && strings.Contains(t.Text, `\`) || t.IsWord("date_add") || t.IsWord("date_diff") ||
-				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast") || t.IsWord("uuid") || t.IsWord("json") || t.IsWord("interval") || t.IsWord("row") || t.IsWord("order")
+				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast") || t.IsWord("uuid") || t.IsWord("json") || t.IsWord("interval") || t.IsWord("row") || t.IsWord("order") || t.IsWord("table") ||
+				t.Kind == sqltok.Word && callForms[strings.ToLower(t.Text)].write != nil
 		}
 	}
 	query := sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "select", "with")
@@ -89,6 +90,7 @@ func lexical(sqlText string) string {
 	dateUnits(toks, text, pre, post)
 	offsetFirst(toks, text, post)
 	castTypes(toks, text)
+	columnTypes(toks, text)
 	typedLiterals(toks, text, pre, post)
 	if query {
 		intervalItems(toks, text)
@@ -98,7 +100,9 @@ func lexical(sqlText string) string {
 		text[i] = "DIV"
 	}
 	if changed {
-		sortNulls(toks, text, pre, post, gapsOf(sqlText, toks))
+		gaps := gapsOf(sqlText, toks)
+		calls(toks, text, pre, post, gaps)
+		sortNulls(toks, text, pre, post, gaps)
 	}
 	for k, n := range places { // Trino's name of an unaliased expression, MariaDB's its text
 		post[lasts[k]] += " AS _col" + strconv.Itoa(n)

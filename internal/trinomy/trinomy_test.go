@@ -116,3 +116,23 @@ func TestSortNulls(t *testing.T) {
 		}
 	}
 }
+
+// TestCallsAndColumnTypes: Trino's functions MariaDB lacks, inner calls first, and a table's
+// Trino column types as MariaDB's; a call with other arguments, a varchar with a length and a
+// column named like a type go as written.
+func TestCallsAndColumnTypes(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`select strpos(upper("S"), 'a') p from t`, "select CAST(LOCATE('a', upper(`S`)) AS SIGNED)  p from t"},
+		{`select 1 from t where regexp_like(strpos(s, 'x'), '1')`, "select 1 AS _col0 from t where (CAST(LOCATE('x', s) AS SIGNED) REGEXP '1')  "},
+		{`select strpos(s) from t`, `select strpos(s) AS _col0 from t`},
+		{`select x.strpos(s, 'a') from t`, `select x.strpos(s, 'a') AS _col0 from t`},
+		{`create table t (a varchar, b varchar(3), "c" timestamp, d timestamp(6), e real, varchar varbinary)`,
+			"create table t (a TEXT, b varchar(3), `c` DATETIME(3), d DATETIME(6), e FLOAT, varchar BLOB)"},
+		{`alter table t add column v varchar`, `alter table t add column v TEXT`},
+		{`create table t as select cast(a as varchar) v from u`, `create table t as select cast(a as CHAR) v from u`},
+	} {
+		if got := SQL(c.in, Session{}); got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}

@@ -130,8 +130,11 @@ var compatSQL = []string{
 			oid IN (SELECT table_oid FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY'
 				UNION ALL SELECT t.table_oid FROM duckdb_constraints() k JOIN duckdb_tables() t ON t.database_name = k.database_name
 				AND t.schema_name = k.schema_name AND t.table_name = k.referenced_table WHERE k.constraint_type = 'FOREIGN KEY') AS relhastriggers,
-			CASE WHEN relkind IN ('r', 'm', 'p') THEN 'd' ELSE 'n' END AS relreplident),
-		false AS relforcerowsecurity FROM pg_catalog.pg_class
+			CASE WHEN relkind IN ('r', 'm', 'p') THEN 'd' ELSE 'n' END AS relreplident,
+			-- a varchar(n)'s length check is none (pglength.go): pg_dump counts what pg_constraint lists
+			(relchecks - (SELECT count(*) FROM duckdb_constraints() lc WHERE lc.table_oid = pc.oid AND lc.constraint_type = 'CHECK'
+				AND regexp_matches(lc.expression, ` + lengthCheckSQL + `)))::INTEGER AS relchecks),
+		false AS relforcerowsecurity FROM pg_catalog.pg_class pc
 		WHERE relnamespace IN (FROM {c}.main.qf_own_schemas())
 		AND oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE internal)
 		UNION ALL BY NAME
@@ -269,7 +272,8 @@ var compatSQL = []string{
 		FROM duckdb_constraints() k LEFT JOIN duckdb_constraints() r ON k.constraint_type = 'FOREIGN KEY'
 			AND r.database_name = k.database_name AND r.schema_name = k.schema_name AND r.table_name = k.referenced_table
 			AND r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND list_sort(r.constraint_column_names) = list_sort(k.referenced_column_names)
-		WHERE k.database_name = current_database() AND k.constraint_type IN ('CHECK', 'UNIQUE', 'PRIMARY KEY', 'FOREIGN KEY')`,
+		WHERE k.database_name = current_database() AND k.constraint_type IN ('CHECK', 'UNIQUE', 'PRIMARY KEY', 'FOREIGN KEY')
+		AND NOT (k.constraint_type = 'CHECK' AND regexp_matches(k.expression, ` + lengthCheckSQL + `))`,
 	// A constraint's definition as PostgreSQL writes it ("CHECK ((n > 0))", "PRIMARY KEY (id)";
 	// DuckDB's text is "CHECK((n > 0))"); pretty, a check's outer parentheses go
 	// ("CHECK (n > 0)", psql's \d); a foreign key's ends with its actions (qf_definition is

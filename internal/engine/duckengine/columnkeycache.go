@@ -43,7 +43,9 @@ type columnKeysCache struct {
 	mu     sync.Mutex
 	tables map[tableName]kept[[]tableColumn]
 	ai     map[tableName]kept[tableAI]
-	reads  atomic.Uint64 // catalog reads made for lack of a kept answer (tests read it)
+	// pgTypes: a table's declared varchar and char columns (pgtypmod.go); db is "db\x00schema"
+	pgTypes map[tableName]kept[[]pgTypedColumn]
+	reads   atomic.Uint64 // catalog reads made for lack of a kept answer (tests read it)
 }
 
 type tableName struct{ db, table string } // as a SELECT names it, table in lower case

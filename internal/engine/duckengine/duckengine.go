@@ -350,7 +350,7 @@ func (e *Engine) Describe(ctx context.Context, q *query.Request) (*engine.Descri
 		return nil, err
 	}
 	defer release(conn, true) // preparing leaves nothing on the connection
-	d, err := e.describe(ctx, conn, q)
+	d, err := e.describe(withColumnKeysCache(ctx, &e.keys), conn, q)
 	e.noteFatal(err)
 	return d, err
 }
@@ -382,6 +382,7 @@ func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Req
 		return nil, err
 	}
 	q = e.currvals.written(client, q)
+	q = pgInsertDefaults(ctx, conn, client, q)    // pginsertdefaults.go
 	p, err := prepareGrouped(conn, client, q.SQL) // mysqlgroupby.go
 	if err != nil {
 		return nil, showError(client, q, wrapErr(err))
@@ -403,7 +404,7 @@ func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Req
 		d.Params = append(d.Params, fieldFor(fmt.Sprintf("$%d", i+1), name))
 	}
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
-		d.Schema = resultSchema(ctx, conn, p.sqlText, len(p.params), clientNames(ctx, conn, q))
+		d.Schema = pgTypedSchema(resultSchema(ctx, conn, p.sqlText, len(p.params), clientNames(ctx, conn, q)), pgTableTypes(ctx, conn, q))
 	}
 	return d, nil
 }
@@ -518,8 +519,9 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		// the client's (mysqlvars.go)
 		release(conn, err == nil && !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "set"))
 		e.noteFatal(err)
-		return rows, err
+		return rows, e.checkViolation(ctx, client, err) // a COPY's row (pgcheckerror.go)
 	}
+	q = pgInsertDefaults(ctx, conn, client, q)                      // pginsertdefaults.go
 	if q, err = e.identityWrite(ctx, conn, client, q); err != nil { // pgidentity.go
 		release(conn, true)
 		return nil, err
@@ -616,10 +618,11 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 		return nil, err
 	}
 	var names, declared, keys []string
+	var pgTypes []pgColumnType
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
 		names, declared = clientNames(ctx, conn, q), declareMore(trinoDeclared(q), trinoTableTypes(ctx, conn, q))
-		keys = mysqlColumnKeys(ctx, conn, q)
-		if rows, ok, err := streamSelect(ctx, conn, p.sqlText, args, p.kind, names, declared, keys, done); ok {
+		keys, pgTypes = mysqlColumnKeys(ctx, conn, q), pgTableTypes(ctx, conn, q)
+		if rows, ok, err := streamSelect(ctx, conn, p.sqlText, args, p.kind, names, declared, keys, pgTypes, done); ok {
 			return rows, err
 		}
 	}
@@ -671,6 +674,7 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 	rename(described, names)
 	declare(described, declared)
 	keyed(described, keys)
+	pgTyped(described, pgTypes)
 	return newStream(rows, described, p.kind, closeAll), nil
 }
 

@@ -27,6 +27,10 @@ var infoSchemaViews = map[string][2]string{
 // written below).
 var infoSchemaExtra = map[string]string{"constraint_table_usage": " EXCLUDE (constraint_type)"}
 
+// infoSchemaWhere narrows a view further: a varchar(n)'s length check is no constraint to a
+// client (pglength.go).
+var infoSchemaWhere = map[string]string{"check_constraints": " AND NOT regexp_matches(check_clause, " + lengthCheckSQL + ")"}
+
 // infoSchemaPrefix qualifies the filtered views: a schema of the compatibility catalog, off the
 // search path.
 const infoSchemaPrefix = `"` + compatCatalog + `".infoschema.`
@@ -39,8 +43,17 @@ func infoSchemaSQL() []string {
 	for view, cols := range infoSchemaViews {
 		out = append(out, `CREATE VIEW {c}.infoschema.`+view+` AS SELECT *`+infoSchemaExtra[view]+` FROM system.information_schema.`+view+
 			` WHERE `+cols[0]+` NOT IN ({hidden}, 'temp') AND NOT (`+cols[0]+` = 'system' AND `+cols[1]+` = 'main')`+
-			` AND `+cols[1]+` <> '`+declaredSchema+`'`)
+			` AND `+cols[1]+` <> '`+declaredSchema+`'`+infoSchemaWhere[view])
 	}
+	// A varchar(n)'s length check is no constraint to a client (pglength.go): a table's checks
+	// are listed from duckdb_constraints() without those (DuckDB names a column's checks alike).
+	out = append(out, `CREATE OR REPLACE VIEW {c}.infoschema.table_constraints AS SELECT tc.* FROM system.information_schema.table_constraints tc
+		WHERE tc.table_catalog NOT IN ({hidden}, 'temp') AND NOT (tc.table_catalog = 'system' AND tc.table_schema = 'main')
+		AND tc.table_schema <> '`+declaredSchema+`' AND (tc.constraint_type <> 'CHECK' OR EXISTS (SELECT 1 FROM duckdb_constraints() k
+		WHERE k.constraint_type = 'CHECK' AND k.database_name = tc.table_catalog AND k.schema_name = tc.table_schema
+		AND k.table_name = tc.table_name AND k.constraint_name = tc.constraint_name AND NOT regexp_matches(k.expression, `+lengthCheckSQL+`)))
+		QUALIFY tc.constraint_type <> 'CHECK' OR row_number() OVER (PARTITION BY tc.table_catalog, tc.table_schema, tc.table_name,
+		tc.constraint_name, tc.constraint_type) = 1`)
 	// A foreign key uses the columns it references, as PostgreSQL lists them (DuckDB lists the
 	// key's own columns, as table_constraints' key_column_usage does).
 	out = append(out, `CREATE OR REPLACE VIEW {c}.infoschema.constraint_column_usage AS

@@ -52,8 +52,6 @@ type stmtLog struct {
 	// depth counts the session's Execute calls under way (its own statements call it again):
 	// only the client's (the outermost) is kept or undone.
 	depth int
-	// undone counts the statements run again, for tests (export_test.go).
-	undone int
 }
 
 func (l *stmtLog) reset() {
@@ -115,7 +113,6 @@ func (s *session) undoStatement(ctx context.Context) {
 			s.undo.lost = true
 			return
 		}
-		s.undo.undone++
 	}
 	if s.fkPending || s.fkChecksOff || slices.ContainsFunc(s.undo.stmts, func(k keptStmt) bool { return namesForeignKeyChecks(k.q) }) {
 		s.fkChecksOff = foreignKeyChecksOff(ctx, s.conn)

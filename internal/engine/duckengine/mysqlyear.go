@@ -39,14 +39,40 @@ func (e *Engine) noteDeclaredYears(db *sql.DB) {
 	}
 }
 
-// yearValues is q (a MySQL client's INSERT or REPLACE, as compatRequest wrote it) with the
-// one- and two-digit literals it gives YEAR columns written as the years MariaDB reads them.
+// yearMacroSQL: qf_mysql_year_value(v, col, tbl, r) is the YEAR MariaDB stores for the value v
+// written to column col of table tbl (`db`.`t`) at row r, or MariaDB's error in strict mode: a
+// number or string of one or two digits is a year of 2000-2069 or 1970-1999, the number 0 is 0
+// (0000) and the string '0' or '00' 2000; 1901-2155 is itself (a fraction rounded); anything
+// else is 1264 (out of range), text that is no number 1366.
+const yearMacroSQL = `CREATE MACRO {c}.main.qf_mysql_year_value(v, col, tbl, r) AS CASE
+	WHEN v IS NULL THEN NULL
+	WHEN TRY_CAST(v AS DOUBLE) IS NULL THEN error('qfpg 22007 Incorrect integer value: ''' || CAST(v AS VARCHAR) || ''' for column ' || tbl ||
+		'.` + "`" + `' || col || '` + "`" + ` at row ' || r || ' (MySQL error 1366)')
+	WHEN round(TRY_CAST(v AS DOUBLE)) = 0 THEN CASE WHEN typeof(v) = 'VARCHAR' AND length(trim(CAST(v AS VARCHAR))) <= 2 THEN 2000 ELSE 0 END
+	WHEN round(TRY_CAST(v AS DOUBLE)) BETWEEN 1 AND 69 THEN 2000 + round(TRY_CAST(v AS DOUBLE))
+	WHEN round(TRY_CAST(v AS DOUBLE)) BETWEEN 70 AND 99 THEN 1900 + round(TRY_CAST(v AS DOUBLE))
+	WHEN round(TRY_CAST(v AS DOUBLE)) BETWEEN 1901 AND 2155 THEN round(TRY_CAST(v AS DOUBLE))
+	ELSE error('qfpg 22003 Out of range value for column ''' || col || ''' at row ' || r || ' (MySQL error 1264)') END::USMALLINT`
+
+// yearValues is q (a MySQL client's INSERT, REPLACE or single-table UPDATE, as compatRequest
+// wrote it) with each value it gives a YEAR column (a literal, a parameter, an expression; in
+// VALUES, in SET, in ON DUPLICATE KEY UPDATE) read as MariaDB reads it (qf_mysql_year_value).
 func (e *Engine) yearValues(ctx context.Context, conn *sql.Conn, client, q *query.Request) *query.Request {
-	if !e.yearMaybe.Load() || !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert", "replace") {
+	if !e.yearMaybe.Load() || !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert", "replace", "update") {
 		return q
 	}
 	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
-	db, table, ok := insertTarget(toks)
+	if len(toks) == 0 {
+		return q
+	}
+	update := toks[0].IsWord("update")
+	var db, table string
+	var ok bool
+	if update {
+		db, table, ok = updateTarget(toks)
+	} else {
+		db, table, ok = insertTarget(toks)
+	}
 	if !ok {
 		return q
 	}
@@ -54,69 +80,152 @@ func (e *Engine) yearValues(ctx context.Context, conn *sql.Conn, client, q *quer
 	if len(years) == 0 {
 		return q
 	}
-	v, ok := readValues(toks, aiColumn{columns: cols})
-	if !ok {
-		return q
-	}
-	var slots []int
-	for j := range len(v.rows[0]) {
-		name := ""
-		if v.columns == nil {
-			name = cols[j]
-		} else {
-			name = unquoteIdent(v.columns[j])
+	isYear := func(name string) (string, bool) {
+		i := slices.IndexFunc(years, func(y string) bool { return strings.EqualFold(y, name) })
+		if i < 0 {
+			return "", false
 		}
-		if slices.ContainsFunc(years, func(y string) bool { return strings.EqualFold(y, name) }) {
-			slots = append(slots, j)
+		return years[i], true
+	}
+	tbl := "'`" + strings.ReplaceAll(table, "'", "''") + "`'"
+	if db != "" {
+		tbl = "'`" + strings.ReplaceAll(db, "'", "''") + "`.`" + strings.ReplaceAll(table, "'", "''") + "`'"
+	} else {
+		tbl = "'`' || current_database() || '`.' || " + tbl
+	}
+	var edits []yearEdit
+	wrap := func(expr []sqltok.Token, col string, row int) {
+		if len(expr) == 0 || len(expr) == 1 && expr[0].IsWord("null", "default") {
+			return
+		}
+		end := expr[len(expr)-1].Pos + len(expr[len(expr)-1].Text)
+		edits = append(edits, yearEdit{expr[0].Pos, "qf_mysql_year_value("},
+			yearEdit{end, ", " + sqltok.StandardString(col) + ", " + tbl + ", " + strconv.Itoa(row) + ")"})
+	}
+	if !update {
+		if v, ok := readValues(toks, aiColumn{columns: cols}); ok {
+			for r, row := range v.rows {
+				for j, d := range row {
+					name := ""
+					if v.columns == nil {
+						name = cols[j]
+					} else {
+						name = unquoteIdent(v.columns[j])
+					}
+					if col, ok := isYear(name); ok {
+						wrap(d, col, r+1)
+					}
+				}
+			}
 		}
 	}
-	type edit struct {
-		at, end int
-		text    string
-	}
-	var edits []edit
-	for _, row := range v.rows {
-		for _, j := range slots {
-			if len(row[j]) != 1 {
-				continue
-			}
-			if y, ok := twoDigitYear(row[j][0]); ok {
-				edits = append(edits, edit{row[j][0].Pos, row[j][0].Pos + len(row[j][0].Text), strconv.Itoa(y)})
-			}
+	for _, a := range setAssignments(toks) {
+		if col, ok := isYear(a.col); ok {
+			wrap(a.expr, col, 1)
 		}
 	}
 	if len(edits) == 0 {
 		return q
 	}
-	text := q.SQL
-	for i := len(edits) - 1; i >= 0; i-- {
-		text = text[:edits[i].at] + edits[i].text + text[edits[i].end:]
+	slices.SortStableFunc(edits, func(a, b yearEdit) int { return a.at - b.at })
+	var b strings.Builder
+	at := 0
+	for _, ed := range edits {
+		b.WriteString(q.SQL[at:ed.at])
+		b.WriteString(ed.text)
+		at = ed.at
 	}
+	b.WriteString(q.SQL[at:])
 	c := *q
-	c.SQL = text
+	c.SQL = b.String()
 	return &c
 }
 
-// twoDigitYear is the year MariaDB reads a YEAR column's value t as, when t is a literal of
-// one or two digits (a number, or a string of them).
-func twoDigitYear(t sqltok.Token) (int, bool) {
-	s, str := t.Text, false
-	if t.Kind == sqltok.String && len(s) >= 2 && (s[0] == '\'' || s[0] == '"') && s[len(s)-1] == s[0] {
-		s, str = s[1:len(s)-1], true
-	} else if t.Kind != sqltok.Number {
-		return 0, false
+// yearEdit is text inserted at a byte offset of a statement.
+type yearEdit struct {
+	at   int
+	text string
+}
+
+// updateTarget is the table of a single-table UPDATE [LOW_PRIORITY] [IGNORE] [db.]t [[AS] alias] SET.
+func updateTarget(toks []sqltok.Token) (db, table string, ok bool) {
+	i := 1
+	for i < len(toks) && toks[i].IsWord("low_priority", "ignore") {
+		i++
 	}
-	if len(s) == 0 || len(s) > 2 || strings.Trim(s, "0123456789") != "" {
-		return 0, false
+	if i >= len(toks) {
+		return "", "", false
 	}
-	n, _ := strconv.Atoi(s)
-	switch {
-	case n == 0 && !str:
-		return 0, false // the number 0 is 0000, as written
-	case n < 70:
-		return 2000 + n, true
+	table = identText(toks[i])
+	if i+2 < len(toks) && toks[i+1].Text == "." {
+		db, table = table, identText(toks[i+2])
+		i += 2
 	}
-	return 1900 + n, true
+	for j := i + 1; j < len(toks) && j <= i+3; j++ {
+		if toks[j].IsWord("set") {
+			return db, table, true
+		}
+		if toks[j].Text == "," || toks[j].IsWord("join") {
+			return "", "", false
+		}
+	}
+	return "", "", false
+}
+
+// setAssignment is one col = expr of a SET or an ON DUPLICATE KEY UPDATE (DO UPDATE SET) list.
+type setAssignment struct {
+	col  string
+	expr []sqltok.Token
+}
+
+// setAssignments reads the assignments after SET and after ON DUPLICATE KEY UPDATE (or DuckDB's
+// DO UPDATE SET) at the statement's top level.
+func setAssignments(toks []sqltok.Token) []setAssignment {
+	var out []setAssignment
+	depth := 0
+	for i := 0; i < len(toks); i++ {
+		switch toks[i].Text {
+		case "(":
+			depth++
+			continue
+		case ")":
+			depth--
+			continue
+		}
+		if depth != 0 || !toks[i].IsWord("set") && !(toks[i].IsWord("update") && i >= 2 && toks[i-1].IsWord("key") && toks[i-2].IsWord("duplicate")) {
+			continue
+		}
+		for i++; i < len(toks); {
+			j := i
+			for j < len(toks) && toks[j].Text != "=" {
+				j++
+			}
+			if j >= len(toks) || j == i {
+				return out
+			}
+			k, d := j+1, 0
+			for ; k < len(toks); k++ {
+				t := toks[k]
+				if t.Text == "(" {
+					d++
+				} else if t.Text == ")" {
+					if d == 0 {
+						break
+					}
+					d--
+				} else if d == 0 && (t.Text == "," || t.Text == ";" || t.IsWord("where", "order", "limit", "returning", "on")) {
+					break
+				}
+			}
+			out = append(out, setAssignment{col: identText(toks[j-1]), expr: toks[j+1 : k]})
+			if k >= len(toks) || toks[k].Text != "," {
+				i = k - 1
+				break
+			}
+			i = k + 1
+		}
+	}
+	return out
 }
 
 // yearColumns are table's columns in order, and those of them that are YEAR columns.

@@ -199,13 +199,19 @@ func (a indexedAlter) rebuild(ctx context.Context, conn *sql.Conn, creates []str
 			found = true
 			continue
 		}
+		last := d[len(d)-1]
+		if m := lengthCheckPattern.FindStringSubmatch(ddl[d[0].Pos : last.Pos+len(last.Text)]); m != nil {
+			// a varchar(n)'s length check (pglength.go) goes with its column
+			if name := sqltok.SignificantTokens(m[1], sqltok.Postgres); len(name) == 1 && pgIdent(name[0]) == a.dropped {
+				continue
+			}
+		}
 		for _, t := range d[1:] {
 			if (t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent) && pgIdent(t) == a.dropped {
 				return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: "DuckDB cannot drop column " + a.dropped +
 					" of table " + a.table + ": a key or a check of the table names it"}
 			}
 		}
-		last := d[len(d)-1]
 		kept = append(kept, ddl[d[0].Pos:last.Pos+len(last.Text)])
 	}
 	if !found {

@@ -112,6 +112,7 @@ func (a columnAlter) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.
 	if err != nil && err != sql.ErrNoRows {
 		return nil, wrapErr(err)
 	}
+	found := err == nil
 	if err == nil && a.unchanged(ctx, conn, nullable, def, oid, typmod) {
 		return engine.TagRows("ALTER TABLE"), nil
 	}
@@ -132,6 +133,13 @@ func (a columnAlter) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.
 		if stmts, err = a.aroundFreshTable(ctx, conn, stmts); err != nil {
 			return nil, err
 		}
+	}
+	if a.action == "type" && a.typed && found { // a varchar(n)'s length check (pglength.go)
+		retyped, rerr := lengthCheckRetyped(ctx, conn, a.schema, a.table, a.column, oid, typmod, a.oid, a.typmod)
+		if rerr != nil {
+			return nil, rerr
+		}
+		stmts = append(retyped, stmts...)
 	}
 	if a.action == "type" {
 		col := declaredColumn{name: a.column, oid: a.oid, typmod: a.typmod}

@@ -3,6 +3,7 @@ package duckengine
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 	"strings"
 
@@ -110,10 +111,46 @@ func (a addCheck) run(ctx context.Context, conn *sql.Conn, inTx bool) (query.Row
 			"WHERE database_name = current_database() AND schema_name = "+schemaExpr(a.schema)+" AND lower(table_name) = lower("+quoteString(a.table)+
 			") AND constraint_type = 'CHECK' ORDER BY constraint_index DESC LIMIT 1")
 	}
+	name := a.pgName(ctx, conn) // before: a failed statement ends a client's transaction
 	if err := runAll(ctx, conn, stmts, inTx); err != nil {
+		var qe *query.Error
+		if errors.As(err, &qe) && qe.Code == sqlstate.CheckViolation {
+			// PostgreSQL's validation of the rows there: no row named
+			return nil, checkFieldsError(`check constraint "`+name+`" of relation "`+a.table+`" is violated by some row`, a.schema, a.table, name)
+		}
 		return nil, err
 	}
 	return engine.TagRows("ALTER TABLE"), nil
+}
+
+// pgName is the check's name: the one given, else PostgreSQL's default, the table's name and
+// the first of its columns the expression names, then "check" (t_n_check; t_check when none).
+func (a addCheck) pgName(ctx context.Context, conn *sql.Conn) string {
+	if a.name != "" {
+		return a.name
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT column_name FROM duckdb_columns() WHERE database_name = current_database()
+		AND schema_name = coalesce(nullif(?, ''), current_schema()) AND lower(table_name) = lower(?)`, a.schema, a.table)
+	var cols []string
+	if err == nil {
+		for rows.Next() {
+			var c string
+			if rows.Scan(&c) == nil {
+				cols = append(cols, c)
+			}
+		}
+		rows.Close()
+	}
+	for _, t := range sqltok.SignificantTokens(a.expr, sqltok.Postgres) {
+		if t.Kind != sqltok.Word && t.Kind != sqltok.QuotedIdent {
+			continue
+		}
+		name := pgIdent(t)
+		if slices.ContainsFunc(cols, func(c string) bool { return c == name }) {
+			return a.table + "_" + name + "_check"
+		}
+	}
+	return a.table + "_check"
 }
 
 // tableRebuiltWith is rebuiltWith (pgdeferred.go) of a table that exists (42P01 when not), the

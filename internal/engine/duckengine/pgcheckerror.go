@@ -48,6 +48,9 @@ func (e *Engine) checkViolation(ctx context.Context, client *query.Request, err 
 	if !ok || table == "" || expr == "" {
 		return err
 	}
+	if le, ok := lengthViolation(expr); ok { // pglength.go
+		return le
+	}
 	conn, cerr := e.conn(context.WithoutCancel(ctx))
 	if cerr != nil {
 		return err
@@ -61,12 +64,17 @@ func (e *Engine) checkViolation(ctx context.Context, client *query.Request, err 
 	if row.Scan(&schema, &name) != nil || name == "" {
 		return err
 	}
-	if schema == "main" {
+	return checkFieldsError(`new row for relation "`+table+`" violates check constraint "`+name+`"`, schema, table, name)
+}
+
+// checkFieldsError is a 23514 of msg with the check's, table's and schema's (DuckDB's: main, ""
+// for the current one, are public) names in its fields.
+func checkFieldsError(msg, schema, table, name string) error {
+	if schema == "main" || schema == "" {
 		schema = "public"
 	}
-	msg := `new row for relation "` + table + `" violates check constraint "` + name + `"`
 	return &pgFieldsError{
-		qe: &query.Error{Code: qe.Code, Message: msg},
-		pg: &pgconn.PgError{Severity: "ERROR", Code: qe.Code, Message: msg, SchemaName: schema, TableName: table, ConstraintName: name},
+		qe: &query.Error{Code: sqlstate.CheckViolation, Message: msg},
+		pg: &pgconn.PgError{Severity: "ERROR", Code: sqlstate.CheckViolation, Message: msg, SchemaName: schema, TableName: table, ConstraintName: name},
 	}
 }

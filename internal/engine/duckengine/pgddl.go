@@ -107,6 +107,7 @@ func ownStatement(q *query.Request) (run ownRun, handled bool, err error) {
 		if decl = readDeclaredTable(q.SQL); decl != nil && !ok {
 			stmts, tag, ok = []string{pgCompat(q)}, "CREATE TABLE", true
 		}
+		stmts = withLengthChecks(stmts, decl) // pglength.go
 	}
 	if !ok || err != nil {
 		return nil, ok, err

@@ -122,6 +122,7 @@ func (s *session) execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.e.noteActions(client)
 		s.e.noteYear(client) // mysqlyear.go
 		rows, err := s.runOwn(ctx, client, own, err)
+		err = s.e.checkViolation(ctx, client, err) // a COPY's row (pgcheckerror.go)
 		if namesForeignKeyChecks(client) {
 			s.fkChecksOff = foreignKeyChecksOff(ctx, s.conn)
 			s.fkPending = !s.fkChecksOff && anyPending(ctx, s.conn)
@@ -131,6 +132,7 @@ func (s *session) execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if err := s.e.found.count(ctx, client, s.Execute); err != nil {
 		return nil, err // the count's error failed the transaction
 	}
+	q = pgInsertDefaults(ctx, s.conn, client, q)                        // pginsertdefaults.go
 	if q, err = s.e.identityWrite(ctx, s.conn, client, q); err != nil { // pgidentity.go
 		s.fail()
 		return nil, err

@@ -275,6 +275,9 @@ func newStream(rows rowSource, cols []column, kind duckdb.StmtType, closeAll fun
 		if c.key != "" {
 			fields[i].Metadata = withColumnKey(fields[i].Metadata, c.key)
 		}
+		if c.pg.oid != 0 {
+			fields[i].Metadata = withPgType(fields[i].Metadata, c.pg)
+		}
 	}
 	schema := arrow.NewSchema(fields, nil)
 	var count int64
@@ -302,6 +305,9 @@ func newStream(rows rowSource, cols []column, kind duckdb.StmtType, closeAll fun
 				}
 				if uuidList[i] {
 					v = uuidElements(v)
+				}
+				if cols[i].pg.oid == 1042 {
+					v = bpcharPad(v, cols[i].pg.typmod)
 				}
 				if err := b.Append(i, toArrowValue(v, fields[i].Type)); err != nil {
 					return false, fmt.Errorf("duckengine: column %q: %w", fields[i].Name, err)

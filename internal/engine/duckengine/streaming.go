@@ -173,16 +173,17 @@ func handlesLayoutOK() bool {
 // column is what a result says of one of its columns.
 type column struct {
 	name     string
-	dbType   string // as go-duckdb names it: INTEGER, DECIMAL(18,3), VARCHAR[], ...
-	declared string // the Trino type the client's statement gives it (trinoDeclared), if any
-	key      string // what its table says of it (engine.MetaColumnKey, mysqlkeys.go), if anything
+	dbType   string       // as go-duckdb names it: INTEGER, DECIMAL(18,3), VARCHAR[], ...
+	declared string       // the Trino type the client's statement gives it (trinoDeclared), if any
+	key      string       // what its table says of it (engine.MetaColumnKey, mysqlkeys.go), if anything
+	pg       pgColumnType // its declared varchar(n) or char(n) to a PostgreSQL client (pgtypmod.go), if any
 }
 
 // streamSelect runs a SELECT as a streaming result. ok is false, with nothing run, when
 // streaming is unavailable or the statement does not prepare or bind here; the caller then runs
 // it the materialized way (which reports any error). done is called once conn is free again:
 // by the rows' Close when ok and err is nil.
-func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []any, kind duckdb.StmtType, names, declared, keys []string, done func()) (query.Rows, bool, error) {
+func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []any, kind duckdb.StmtType, names, declared, keys []string, pgTypes []pgColumnType, done func()) (query.Rows, bool, error) {
 	if !streamingAvailable {
 		return nil, false, nil
 	}
@@ -220,6 +221,7 @@ func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []an
 	rename(cols, names) // after asText, which reads the columns by DuckDB's names
 	declare(cols, declared)
 	keyed(cols, keys)
+	pgTyped(cols, pgTypes)
 	closeAll := func() error {
 		err := src.close()
 		done()

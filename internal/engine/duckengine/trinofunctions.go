@@ -14,7 +14,9 @@ var trinoFunctionSQL = []string{
 	`CREATE MACRO {c}.main.day_of_week(d) AS isodow(d)`,
 	`CREATE MACRO {c}.main.day_of_year(d) AS dayofyear(d)`,
 	`CREATE MACRO {c}.main.last_day_of_month(d) AS last_day(d)`,
-	`CREATE MACRO {c}.main.json_extract_scalar(j, p) AS json_extract_string(j, p)`,
+	// json_extract_scalar: NULL for an object or an array (Trino's: the value must be a scalar).
+	`CREATE MACRO {c}.main.json_extract_scalar(j, p) AS
+		CASE WHEN json_type(j, p) IN ('OBJECT', 'ARRAY') THEN NULL ELSE json_extract_string(j, p) END`,
 	`CREATE MACRO {c}.main.approx_distinct(x) AS approx_count_distinct(x)`,
 	// array_join(a, d[, n]): a's elements as text joined by d, a NULL skipped or written as n.
 	`CREATE MACRO {c}.main.array_join(a, d) AS array_to_string(a, d),

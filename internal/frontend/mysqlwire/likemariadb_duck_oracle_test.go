@@ -931,4 +931,30 @@ var likeMariaDBCases = []likeMariaDBCase{
 		"show columns from x7",
 		"select table_name, column_name, column_key from information_schema.columns where table_schema = database() order by table_name, ordinal_position",
 	}},
+	// YEAR values on every write path as MariaDB (strict mode) reads them: out of range
+	// (1900, 2156, -1, 3000) is 1264, text no number 1366, the statement refused; two digits are
+	// a year in UPDATE ... SET, ON DUPLICATE KEY UPDATE, INSERT ... SET and a server-side
+	// parameter too; a fraction is rounded. DuckDB took every out-of-range value, 'abc' was its
+	// conversion error, and a two-digit year outside an INSERT's VALUES literal stayed two digits.
+	{"year values on every write path", []string{
+		"exec create table yv (id int primary key, a year)",
+		"exec insert into yv values (1, 1900)",
+		"exec insert into yv values (2, 2156)",
+		"exec insert into yv values (3, -1)",
+		"exec insert into yv values (4, 'abc')",
+		"exec insert into yv values (5, '1901'), (6, 0), (7, '0'), (8, '00'), (9, 2155), (10, 1901)",
+		"exec insert into yv values (11, 2000), (12, 1800)",
+		"exec update yv set a = 24 where id = 5",
+		"exec update yv set a = '69' where id = 9",
+		"exec update yv set a = 3000 where id = 10",
+		"exec update yv set a = a + 1000 where id = 10",
+		"exec insert into yv values (5, 1999) on duplicate key update a = 30",
+		"exec insert into yv values (13, 24.6)",
+		"exec insert into yv set id = 14, a = 7",
+		"exec insert into yv values (?, ?) <- 15, 99",
+		"exec update yv set a = ? where id = ? <- 3, 15",
+		"exec insert into yv values (?, ?) <- 17, 2200",
+		"exec insert into yv values (?, ?) <- 18, abc",
+		"select id, a + 0 from yv order by id",
+	}},
 }

@@ -1,6 +1,7 @@
 package trinohttp
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -168,4 +169,50 @@ func TestTrinoCastsOnMariaDB(t *testing.T) {
 	if fmt.Sprint(o.Rows) != wantRows {
 		t.Errorf("npm: %v %v\n want %s", o.Types, o.Rows, wantRows)
 	}
+}
+
+// Trino's functions MariaDB lacks (strpos, regexp_like, to_unixtime, approx_distinct,
+// json_extract_scalar), nested and in WHERE and ORDER BY, through trino-go-client: MariaDB's
+// answers and types are DuckDB's (whose answers are Trino's: TestTrinoDialectOnDuckDB).
+func TestTrinoFunctionsOnMariaDBAsOnDuckDB(t *testing.T) {
+	engines := trinoOnEveryEngine(t)
+	maria, duck := engines["mariadb"], engines["duckdb"]
+	for _, db := range []*sql.DB{maria, duck} {
+		mustExec(t, db, `create table fj (id integer, doc varchar, s varchar, at timestamp(3))`)
+		mustExec(t, db, `insert into fj values (1, '{"a": 1, "b": "x", "c": [1], "d": null, "e": {"f": 2}}', 'hello', timestamp '1970-01-01 00:00:01.500'), `+
+			`(2, '{"a": "2"}', 'world', timestamp '2024-05-06 07:08:09.000'), (3, null, null, null)`)
+	}
+	for _, q := range []string{
+		`select id, strpos(s, 'l'), strpos(s, 'z') z, strpos(upper(s), 'O') from fj order by id`,
+		`select id, regexp_like(s, '^h.l'), regexp_like(s, 'o') o from fj order by id`,
+		`select id, to_unixtime(at) from fj order by id`,
+		`select approx_distinct(s), approx_distinct(id) from fj`,
+		`select id, json_extract_scalar(doc, '$.a'), json_extract_scalar(doc, '$.b'), json_extract_scalar(doc, '$.c'), ` +
+			`json_extract_scalar(doc, '$.d'), json_extract_scalar(doc, '$.e'), json_extract_scalar(doc, '$.e.f') from fj order by id`,
+		`select id from fj where regexp_like(s, 'l+o') and strpos(json_extract_scalar(doc, '$.b'), 'x') = 1`,
+		`select id, strpos(s, 'o') p from fj order by strpos(s, 'o') desc, id`,
+	} {
+		want, wantTypes := readWithTypes(t, duck, q)
+		if got, types := readWithTypes(t, maria, q); got != want || types != wantTypes {
+			t.Errorf("%s:\n MariaDB %s %s\n  DuckDB %s %s", q, got, types, want, wantTypes)
+		}
+	}
+}
+
+// readWithTypes is q's rows and its columns' Trino types, as trino-go-client reads them.
+func readWithTypes(t *testing.T, db *sql.DB, q string) (rows, types string) {
+	t.Helper()
+	r, err := db.Query(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	cols, err := r.ColumnTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cols {
+		names = append(names, c.DatabaseTypeName())
+	}
+	return fmt.Sprint(scanAll(t, r)), strings.Join(names, " ")
 }
