@@ -15,6 +15,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/demo"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // The same client scripts (testdata/clients) against the embedded DuckDB default: the demo
@@ -96,7 +97,10 @@ func TestClientNodePostgresOnDuckDB(t *testing.T) {
 
 func TestClientJDBCOnDuckDB(t *testing.T) {
 	classpath := pgclienttest.JDBCClasspath(t, "Cases.java")
-	for _, mode := range poolModes {
+	for i, mode := range poolModes {
+		if !testlong.Sample(i, 2) {
+			continue
+		}
 		t.Run(mode, func(t *testing.T) {
 			d := duckProxy(t, mode)
 			out, err := pgclienttest.Command(t, 2*time.Minute, nil, "java", "-cp", classpath, "Cases", d.JDBC(), "duckdb", "t_jdbc")

@@ -13,6 +13,8 @@ package pgclienttest
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -154,12 +156,65 @@ func JDBCClasspath(t testing.TB, sources ...string) string {
 	if _, err := os.Stat(JDBCJar); err != nil {
 		t.Fatalf("the PostgreSQL JDBC driver is not installed (Debian libpostgresql-jdbc-java; make test-deps): %v", err)
 	}
-	classes := t.TempDir()
-	args := append([]string{"-d", classes, "-cp", JDBCJar}, sources...)
+	// The classes are kept under the temporary directory by the sources', the driver's and
+	// javac's identity, so each test (and each package, and the next run) compiles them once:
+	// javac costs seconds of CPU per call (make test's time).
+	key, keyErr := jdbcClassesKey(sources) // an error here (no javac, say) is javac's below
+	classes := filepath.Join(os.TempDir(), "queryflux-jdbc-classes-"+key)
+	if _, err := os.Stat(filepath.Join(classes, ".done")); keyErr == nil && err == nil {
+		return JDBCJar + ":" + classes
+	}
+	build := t.TempDir()
+	args := append([]string{"-d", build, "-cp", JDBCJar}, sources...)
 	if out, err := Command(t, 2*time.Minute, nil, "javac", args...); err != nil {
 		t.Fatalf("javac (Debian default-jdk-headless; make test-deps): %v\n%s", err, out)
 	}
+	if keyErr != nil {
+		return JDBCJar + ":" + build
+	}
+	if err := os.WriteFile(filepath.Join(build, ".done"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Another package may have compiled the same sources at the same moment: the first rename wins.
+	if err := os.Rename(build, classes); err != nil {
+		if _, serr := os.Stat(filepath.Join(classes, ".done")); serr != nil {
+			return JDBCJar + ":" + build // a directory we cannot replace: use this test's own
+		}
+	}
 	return JDBCJar + ":" + classes
+}
+
+// jdbcClassesKey is a hash of the sources' names and contents, the driver jar's size and time,
+// and javac's path, size and time.
+func jdbcClassesKey(sources []string) (string, error) {
+	h := sha256.New()
+	for _, src := range sources {
+		path := src
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(Dir(), src)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", src, len(b))
+		h.Write(b)
+	}
+	javac, err := exec.LookPath("javac")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range []string{JDBCJar, javac} {
+		if real, err := filepath.EvalSymlinks(f); err == nil {
+			f = real
+		}
+		st, err := os.Stat(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d %d\n", f, st.Size(), st.ModTime().UnixNano())
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24], nil
 }
 
 // Results reads "case: result" lines; other lines (a client's own diagnostics) are ignored.
