@@ -273,7 +273,7 @@ func TestDeniedAcquiresAreCounted(t *testing.T) {
 // grantsAgain is a LeaseClient that answers the next acquire with again (a lease the worker
 // holds already: a control plane that misbehaves), once.
 type grantsAgain struct {
-	capacity.LeaseClient
+	countingClient
 	again *capacity.Lease
 }
 
@@ -282,19 +282,20 @@ func (c *grantsAgain) Acquire(ctx context.Context, cluster, holder string, limit
 		c.again = nil
 		return *l, nil
 	}
-	return c.LeaseClient.Acquire(ctx, cluster, holder, limit, ttl, now)
+	return c.countingClient.Acquire(ctx, cluster, holder, limit, ttl, now)
 }
 
 // TestRefusedGrantLeavesTheCapToTheNode: an acquire answered with a lease this node holds
 // already is refused (no second query on that lease) and takes nothing of the node's count: the
 // next acquires are asked and granted up to the cap, as before.
 func TestRefusedGrantLeavesTheCapToTheNode(t *testing.T) {
-	client := &grantsAgain{LeaseClient: capacity.NewMemory()}
+	client := &grantsAgain{countingClient: countingClient{LeaseClient: capacity.NewMemory()}}
 	simChecks(t, 1, "w", time.Minute, func(n *sim.Node, check func(string, bool)) {
 		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: n.Env(), Client: client, Holder: "w"})
 		if err != nil {
 			panic(err)
 		}
+		g.Start(n.Ctx())
 		first, err := g.Acquire(n.Ctx(), "c", 2)
 		if err != nil {
 			panic(err)
@@ -311,6 +312,16 @@ func TestRefusedGrantLeavesTheCapToTheNode(t *testing.T) {
 		if second != nil {
 			second.Release()
 		}
+		sleep(n.Ctx(), n.Env(), time.Second)
+		// A lease given back, granted again: refused, and given back again at once (the control
+		// plane that granted it holds it otherwise).
+		batches := client.batches
+		client.again = &held
+		_, err = g.Acquire(n.Ctx(), "c", 2)
+		check("a lease given back, granted again: refused", errors.Is(err, capacity.ErrAtCapacity))
+		sleep(n.Ctx(), n.Env(), 100*time.Millisecond)
+		check(fmt.Sprintf("... and released again within 100 ms (%d release batches, were %d)", client.batches, batches),
+			client.batches == batches+1 && g.PendingReleases() == 0)
 	})
 }
 

@@ -118,15 +118,16 @@ func TestPeerBootstrap(t *testing.T) {
 		t.Fatalf("a bootstrap with one odd address and a good peer: %v", err)
 	}
 	odd.Addresses = []string{"http://[not-a-host"}
-	if err := NewConfigSync(borrowerWorker, ConfigSyncOptions{}).BootstrapFromPeers(f.ctx, odd); err == nil || !strings.Contains(err.Error(), "peer http://[not-a-host") {
-		t.Fatalf("a bootstrap from an address that makes no URL: %v, want an error naming it", err)
+	if err := NewConfigSync(borrowerWorker, ConfigSyncOptions{}).BootstrapFromPeers(f.ctx, odd); err == nil || !strings.Contains(err.Error(), `peer http://[not-a-host: parse "http://[not-a-host`) {
+		t.Fatalf("a bootstrap from an address that makes no URL: %v, want an error naming it and why", err)
 	}
 	// A copy this worker refuses is named in the error, with why.
 	refusing := NewConfigSync(borrowerWorker, ConfigSyncOptions{Apply: func(context.Context, *config.Config, *snapshot.WorkerSnapshotV1) error {
 		return errors.New("engine refused")
 	}})
-	if err := refusing.BootstrapFromPeers(f.ctx, *peers); err == nil || !strings.Contains(err.Error(), "peer "+peerAddr+": engine refused") {
-		t.Fatalf("a refused copy: %v, want the peer and why", err)
+	if err := refusing.BootstrapFromPeers(f.ctx, *peers); err == nil || !strings.Contains(err.Error(), "peer "+peerAddr+": engine refused") ||
+		!strings.Contains(err.Error(), "peer 127.0.0.1:1: ") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("a refused copy and a peer that is not there: %v, want each peer and why", err)
 	}
 }
 
