@@ -11,7 +11,8 @@ import (
 // CASE that tests the text before the cast, contains as = ANY, split as string_to_array,
 // element_at as a subscript (from the end when negative), map(keys, values) as a jsonb object
 // (PostgreSQL has no map type; element_at and cardinality of a map(...) read its arrays),
-// from_unixtime and to_unixtime as to_timestamp and the epoch, year(x) ... as extract. A
+// from_unixtime and to_unixtime as to_timestamp and the epoch, year(x) ... as extract, strpos
+// as a bigint, approx_distinct as the exact count, json_extract_scalar as jsonb_path_query_first's text. A
 // cast's Trino type names (double, tinyint, varbinary, array(t)) are PostgreSQL's. A call
 // this does not read (another arity, a unit that is not a literal) goes as written, and
 // PostgreSQL's error tells what it lacks.
@@ -39,7 +40,7 @@ func init() {
 		"contains": contains, "split": split, "element_at": elementAt, "map": mapOf,
 		"cardinality": cardinality, "from_unixtime": fromUnixtime, "to_unixtime": toUnixtime,
 		"current_timezone": currentTimezone, "array_join": arrayJoin, "regexp_like": regexpLike,
-		"row": rowOf,
+		"row": rowOf, "strpos": strpos, "approx_distinct": approxDistinct, "json_extract_scalar": jsonExtractScalar,
 	}
 	for name, field := range extractFields { //determinism:ok fills a map; no key is set twice
 		functions[name] = extractOf(field)
@@ -437,6 +438,32 @@ func regexpLike(r *rewriter, args []span) (string, bool) {
 		return "", false
 	}
 	return "(" + r.paren(args[0]) + " ~ " + r.paren(args[1]) + ")", true
+}
+
+// strpos is PostgreSQL's, whose value is an integer: Trino's is a bigint.
+func strpos(r *rewriter, args []span) (string, bool) {
+	if len(args) != 2 {
+		return "", false
+	}
+	return "CAST(strpos(" + r.text(args[0]) + ", " + r.text(args[1]) + ") AS bigint)", true
+}
+
+// approxDistinct is the exact count Trino's estimate is of.
+func approxDistinct(r *rewriter, args []span) (string, bool) {
+	if len(args) != 1 {
+		return "", false
+	}
+	return "count(DISTINCT " + r.text(args[0]) + ")", true
+}
+
+// jsonExtractScalar is the text of the scalar at a JSON path, NULL for an object, an array or a
+// JSON null (Trino's: the value must be a scalar).
+func jsonExtractScalar(r *rewriter, args []span) (string, bool) {
+	if len(args) != 2 {
+		return "", false
+	}
+	v := "jsonb_path_query_first(CAST(" + r.text(args[0]) + " AS jsonb), CAST(" + r.text(args[1]) + " AS jsonpath))"
+	return "CASE WHEN jsonb_typeof(" + v + ") IN ('object', 'array', 'null') THEN NULL ELSE " + v + " #>> '{}' END", true
 }
 
 // extractFields are Trino's field functions (year(x), ...) as extract's fields.

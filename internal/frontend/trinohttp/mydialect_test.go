@@ -171,13 +171,15 @@ func TestTrinoCastsOnMariaDB(t *testing.T) {
 	}
 }
 
-// Trino's functions MariaDB lacks (strpos, regexp_like, to_unixtime, approx_distinct,
-// json_extract_scalar), nested and in WHERE and ORDER BY, through trino-go-client: MariaDB's
-// answers and types are DuckDB's (whose answers are Trino's: TestTrinoDialectOnDuckDB).
-func TestTrinoFunctionsOnMariaDBAsOnDuckDB(t *testing.T) {
+// Trino's functions MariaDB or PostgreSQL lack or answer otherwise (strpos, regexp_like,
+// to_unixtime, approx_distinct, json_extract_scalar), nested and in WHERE and ORDER BY, through
+// trino-go-client: their answers and types are DuckDB's (whose answers are Trino's:
+// TestTrinoDialectOnDuckDB).
+func TestTrinoFunctionsOnMariaDBAndPostgresAsOnDuckDB(t *testing.T) {
 	engines := trinoOnEveryEngine(t)
-	maria, duck := engines["mariadb"], engines["duckdb"]
-	for _, db := range []*sql.DB{maria, duck} {
+	duck := engines["duckdb"]
+	delete(engines, "duckdb")
+	for _, db := range []*sql.DB{engines["mariadb"], engines["postgres"], duck} {
 		mustExec(t, db, `create table fj (id integer, doc varchar, s varchar, at timestamp(3))`)
 		mustExec(t, db, `insert into fj values (1, '{"a": 1, "b": "x", "c": [1], "d": null, "e": {"f": 2}}', 'hello', timestamp '1970-01-01 00:00:01.500'), `+
 			`(2, '{"a": "2"}', 'world', timestamp '2024-05-06 07:08:09.000'), (3, null, null, null)`)
@@ -193,8 +195,10 @@ func TestTrinoFunctionsOnMariaDBAsOnDuckDB(t *testing.T) {
 		`select id, strpos(s, 'o') p from fj order by strpos(s, 'o') desc, id`,
 	} {
 		want, wantTypes := readWithTypes(t, duck, q)
-		if got, types := readWithTypes(t, maria, q); got != want || types != wantTypes {
-			t.Errorf("%s:\n MariaDB %s %s\n  DuckDB %s %s", q, got, types, want, wantTypes)
+		for name, db := range engines {
+			if got, types := readWithTypes(t, db, q); got != want || types != wantTypes {
+				t.Errorf("%s: %s:\n %s %s\n DuckDB's %s %s", name, q, got, types, want, wantTypes)
+			}
 		}
 	}
 }
