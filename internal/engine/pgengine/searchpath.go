@@ -8,8 +8,9 @@ import (
 )
 
 // A Trino client's schema (X-Trino-Schema, or the one USE named) is where its unqualified
-// names resolve, as Trino resolves them: its statement runs on a connection whose search_path
-// is that schema alone. The pool sets it as it takes the connection for the statement, in the
+// names resolve, as Trino resolves them, and so is a MySQL client's database (its login's, or
+// the one USE or COM_INIT_DB named: a MySQL client's database is a schema here, SHOW DATABASES
+// lists them): its statement runs on a connection whose search_path is that schema alone. The pool sets it as it takes the connection for the statement, in the
 // round trip that tags the session (retag), and only when the connection's differs; a
 // statement without one puts the server's default back (pg_settings' reset_val), so a path
 // never outlives the statements it was set for.
@@ -21,12 +22,25 @@ const searchPathKey = "queryflux.search_path"
 type searchPathCtxKey struct{}
 
 // withSearchPath is ctx carrying the search_path q's statement needs: its schema's for a Trino
-// client that has one; ctx itself otherwise.
+// or MySQL client that has one (clientSchema); ctx itself otherwise.
 func withSearchPath(ctx context.Context, q *query.Request) context.Context {
-	if q.Protocol != query.ProtocolTrino || q.Schema == "" {
+	schema, ok := clientSchema(q)
+	if !ok || schema == "" {
 		return ctx
 	}
-	return query.WithValue(ctx, searchPathCtxKey{}, `"`+strings.ReplaceAll(q.Schema, `"`, `""`)+`"`)
+	return query.WithValue(ctx, searchPathCtxKey{}, `"`+strings.ReplaceAll(schema, `"`, `""`)+`"`)
+}
+
+// clientSchema is the schema q's client has its names resolve in; ok is false for a client
+// whose session sets its own path (PostgreSQL's SET search_path, Flight SQL's).
+func clientSchema(q *query.Request) (schema string, ok bool) {
+	switch q.Protocol {
+	case query.ProtocolTrino:
+		return q.Schema, true
+	case query.ProtocolMySQL:
+		return q.Database, true
+	}
+	return "", false
 }
 
 // searchPathOf is the search_path ctx's statement needs, "" for the server's default.
@@ -58,11 +72,11 @@ func cachedUnder(ctx context.Context, sqlText string) string {
 // pool's next statement on it sets its own (retag).
 const pathUnknown = "\x00unknown"
 
-// followSearchPath sets the pinned connection's search_path to the one ctx's Trino statement
+// followSearchPath sets the pinned connection's search_path to the one ctx's Trino or MySQL statement
 // needs when it differs (a USE inside the client's transaction; the connection was given its
 // path when the transaction began), as retag does for a pooled statement.
 func (s *session) followSearchPath(ctx context.Context, q *query.Request) error {
-	if q.Protocol != query.ProtocolTrino {
+	if _, ok := clientSchema(q); !ok {
 		return nil // another client's session keeps the path its own SET gave it
 	}
 	path := searchPathOf(ctx)

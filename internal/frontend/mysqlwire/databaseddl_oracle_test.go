@@ -128,3 +128,41 @@ func TestDatabaseNotesCountedForPyMySQL(t *testing.T) {
 		t.Errorf("PyMySQL through the proxy on PostgreSQL:\n%s\nMariaDB:\n%s", got, want)
 	}
 }
+
+// TestUseNamesWhereTablesAreOnPostgreSQL: USE of a database (a schema on PostgreSQL) is where
+// the client's unqualified names resolve next, as on MariaDB: its CREATE TABLE, INSERT, SELECT
+// and SHOW TABLES, DATABASE(), and a USE inside a transaction. Before, the statements after USE
+// still ran in the engine's default schema (public) while DATABASE() named public too.
+func TestUseNamesWhereTablesAreOnPostgreSQL(t *testing.T) {
+	maria, name := newMariaDB(t)
+	db, other := name+"_use", name+"_use2"
+	t.Cleanup(func() {
+		_, _ = maria.Exec("drop database if exists " + db)
+		_, _ = maria.Exec("drop database if exists " + other)
+	})
+	pg := openDB(t, pgCluster(t).addr, testUser, "", "", "")
+	conns := oneConnEach(t, maria, pg)
+	compareSteps(t, conns[0], conns[1], []string{
+		"exec create database " + db,
+		"exec create database " + other,
+		"exec use " + db,
+		"select database() = '" + db + "' as here",
+		"exec create table t (id int)",
+		"exec insert into t values (7)",
+		"select id from t",
+		"show tables",
+		"exec use " + other,
+		"select database() = '" + other + "' as here",
+		"show tables",
+		"select count(*) as n from " + db + ".t",
+		"exec create table t (id int)",
+		"exec insert into t values (8), (9)",
+		"exec begin",
+		"exec use " + db,
+		"select id from t",
+		"exec commit",
+		"select count(*) as n from " + other + ".t",
+		"exec drop database " + other,
+		"exec drop database " + db,
+	})
+}
