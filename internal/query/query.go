@@ -113,6 +113,20 @@ func (r *Request) Analysis() *sqltok.Analysis {
 	return r.analysis
 }
 
+// ClientAnalysis is the Analysis of the statement as its client wrote it: ClientSQL's when an
+// engine rewrote SQL (a rewritten copy of a request keeps its client's memo, so the client's
+// text is not read again), SQL's otherwise.
+func (r *Request) ClientAnalysis() *sqltok.Analysis {
+	if r.ClientSQL == "" {
+		return r.Analysis()
+	}
+	d := sqltok.DialectForProtocol(r.Protocol)
+	if a := r.analysis; a != nil && a.SQL == r.ClientSQL && a.Dialect == d {
+		return a
+	}
+	return sqltok.Analyze(r.ClientSQL, d)
+}
+
 // CopySource is the data a client sends for COPY ... FROM STDIN. The engine calls Start once it
 // knows the statement can run, with the columns each row holds: only then is the client told
 // to send (as PostgreSQL does, so a bad table name fails before any data moves). It then reads

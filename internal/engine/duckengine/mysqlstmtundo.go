@@ -81,6 +81,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	case !inTx || s.status == 'I':
 		s.undo.reset() // no transaction before, or it ended: a new one starts with nothing kept
 	case s.status == 'E':
+		if rollsBackToSavepoint(q.SQL) {
+			s.undo.lost = true // DuckDB cannot undo to a savepoint: the transaction stays failed
+		}
 		s.undoStatement(ctx)
 	case err == nil:
 		s.undo.keep(q, ids)
@@ -177,6 +180,18 @@ func changesData(sqlText string) bool {
 		return strings.Contains(strings.ToLower(sqlText), "foreign_key_checks")
 	}
 	return true
+}
+
+// rollsBackToSavepoint reports whether a MySQL client's statement is ROLLBACK [WORK] TO
+// [SAVEPOINT] name, which session.savepoint refuses, failing the transaction: undoing that
+// refusal would commit what the client asked to roll back.
+func rollsBackToSavepoint(sqlText string) bool {
+	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
+	to := 1
+	if len(toks) > 2 && toks[1].IsWord("work") {
+		to = 2
+	}
+	return len(toks) > to && toks[0].IsWord("rollback") && toks[to].IsWord("to")
 }
 
 // namesUserVar reports whether a MySQL client's statement reads or assigns a user variable.

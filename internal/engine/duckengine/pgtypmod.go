@@ -46,7 +46,11 @@ func pgTableTypes(ctx context.Context, conn *sql.Conn, q *query.Request) []pgCol
 	if q.Protocol != query.ProtocolPostgres {
 		return nil
 	}
-	sel, ok := readSingleTableSelect(q.SQL)
+	a := q.ClientAnalysis() // the core's tokens: the client's statement is not read again
+	if len(a.Statements) != 1 {
+		return nil
+	}
+	sel, ok := tableSelectOf(a.Statements[0].Significant)
 	if !ok {
 		return nil
 	}

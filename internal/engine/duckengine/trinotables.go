@@ -137,8 +137,12 @@ type tableSelect struct {
 
 // readSingleTableSelect is singleTableSelect with the table's alias and its COUNT items.
 func readSingleTableSelect(sqlText string) (sel tableSelect, ok bool) {
+	return tableSelectOf(sqltok.SignificantTokens(sqlText, sqltok.Trino))
+}
+
+// tableSelectOf is readSingleTableSelect of a statement's significant tokens.
+func tableSelectOf(toks []sqltok.Token) (sel tableSelect, ok bool) {
 	var table, items []string
-	toks := sqltok.SignificantTokens(sqlText, sqltok.Trino)
 	if len(toks) > 0 && toks[len(toks)-1].Text == ";" {
 		toks = toks[:len(toks)-1]
 	}
