@@ -67,27 +67,13 @@ def main():
             subtests = True
         else:
             files.append(a)
-    pkg_elapsed, pkg_status = {}, {}
-    tests = defaultdict(dict)
+    pkg_elapsed, pkg_status, tests = {}, {}, defaultdict(dict)
     for path in files or ["/dev/stdin"]:
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                act, pkg, test = ev.get("Action"), ev.get("Package", ""), ev.get("Test")
-                if act not in ("pass", "fail", "skip"):
-                    continue
-                short = pkg.split("/queryflux/queryflux/")[-1]
-                if test is None:
-                    pkg_elapsed[short] = ev.get("Elapsed", 0.0)
-                    pkg_status[short] = act
-                elif subtests or "/" not in test:
-                    tests[short][test] = (ev.get("Elapsed", 0.0), act)
+        el, status, ts = load(path, subtests)
+        pkg_elapsed.update(el)
+        pkg_status.update(status)
+        for pkg, t in ts.items():
+            tests[pkg].update(t)
     total = sum(pkg_elapsed.values())
     print(f"{len(pkg_elapsed)} packages, {total:.0f} s of package time")
     for pkg in sorted(pkg_elapsed, key=lambda p: -pkg_elapsed[p]):

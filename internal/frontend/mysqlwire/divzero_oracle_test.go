@@ -131,12 +131,8 @@ func TestDivisionByZeroOfAnySelectList(t *testing.T) {
 			cols, _ := rows.Columns()
 			var nulls []string
 			for rows.Next() {
-				vals := make([]sql.RawBytes, len(cols))
-				ptrs := make([]any, len(cols))
-				for i := range vals {
-					ptrs[i] = &vals[i]
-				}
-				if err := rows.Scan(ptrs...); err != nil {
+				vals, err := rawRow(rows, len(cols))
+				if err != nil {
 					rt.Fatal(err)
 				}
 				for i, v := range vals {

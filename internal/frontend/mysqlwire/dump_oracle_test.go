@@ -332,12 +332,8 @@ func dumpRows(t *testing.T, db querier, q string) string {
 	cols, _ := rows.Columns()
 	var b strings.Builder
 	for rows.Next() {
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := rawRow(rows, len(cols))
+		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 		for i, v := range vals {

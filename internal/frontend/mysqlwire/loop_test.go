@@ -51,12 +51,8 @@ func connAnswer(t *testing.T, c *sql.Conn, q string) answer {
 	defer rows.Close()
 	cols, _ := rows.Columns()
 	for rows.Next() {
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := rawRow(rows, len(cols))
+		if err != nil {
 			t.Fatal(err)
 		}
 		row := make([]string, len(vals))
@@ -995,4 +991,14 @@ func TestLoopSessionValuesAfterPlainStatements(t *testing.T) {
 			t.Fatalf("SELECT VERSION() after SELECT 1 on the loop: %q (%v), want the proxy's", version, err)
 		}
 	}
+}
+
+// rawRow scans rows' current row of n columns as their raw bytes (nil for a NULL).
+func rawRow(rows *sql.Rows, n int) ([]sql.RawBytes, error) {
+	vals := make([]sql.RawBytes, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	return vals, rows.Scan(ptrs...)
 }
