@@ -164,3 +164,16 @@ func endOf(last int, operand bool) int {
 	}
 	return last
 }
+
+// invalidEscapeSequence is PostgreSQL's SQLSTATE of a LIKE pattern ending with its escape.
+const invalidEscapeSequence = "22025"
+
+// likeEscapeError is PostgreSQL's error for DuckDB's of a LIKE pattern that ends with its escape
+// character (raised, as PostgreSQL's, only when matching reaches the escape with text left:
+// `'ab' LIKE 'a\'`, not `'b' LIKE 'b\'`); ok false for any other message.
+func likeEscapeError(msg string) (*query.Error, bool) {
+	if !strings.Contains(msg, "ike pattern must not end with escape character") {
+		return nil, false
+	}
+	return &query.Error{Code: invalidEscapeSequence, Message: "LIKE pattern must not end with escape character"}, true
+}
