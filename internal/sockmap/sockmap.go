@@ -5,7 +5,7 @@
 // relay hop measured against the event loop (internal/relayloop) for issue #22: the floor of any
 // hop that still passes each byte through both sockets' TCP stacks.
 //
-// The verdict program is eleven instructions written with cilium/ebpf's asm package (no clang,
+// The verdict program is ten instructions written with cilium/ebpf's asm package (no clang,
 // no ELF): key = bpf_get_socket_cookie(skb); return bpf_sk_redirect_hash(skb, peers, &key, 0).
 // The map holds each socket of a pair under the OTHER socket's cookie, so a socket's bytes go to
 // its peer; a socket whose peer is gone has its bytes dropped (SK_DROP).
