@@ -2,7 +2,7 @@
 // BPF_MAP_TYPE_SOCKHASH with an sk_skb stream verdict program): what a socket receives is
 // handed to its peer's send path without a wake-up of the process that owns both, without a
 // receive or a send system call and without a copy to user space. It is the other design of a
-// relay hop measured against the event loop (internal/relayloop) for issue #22: the floor of any
+// relay hop measured against the event loop (internal/relayloop): the floor of any
 // hop that still passes each byte through both sockets' TCP stacks.
 //
 // The verdict program is ten instructions written with cilium/ebpf's asm package (no clang,
