@@ -13,6 +13,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/sim"
 )
 
@@ -228,4 +229,50 @@ func TestWatchFollowsTheReusedClustersWithoutFailures(t *testing.T) {
 		t.Errorf("watches by 1.5 s: %d, from 1.5 s to 4 s: %d, %v watch failures counted; want a second watch for the second cluster, at most one after the clients stopped, no failures",
 			stopped, all-stopped, failures)
 	}
+}
+
+// slowFailures is a LeaseClient whose acquires fail (no answer) after the next of delays each.
+type slowFailures struct {
+	capacity.LeaseClient
+	e      env.Env
+	delays []time.Duration
+}
+
+func (c *slowFailures) Acquire(ctx context.Context, _, _ string, _ int, _ time.Duration, _ time.Time) (capacity.Lease, error) {
+	d := c.delays[0]
+	c.delays = c.delays[1:]
+	_ = c.e.Sleep(ctx, d)
+	return capacity.Lease{}, errors.New("connection reset")
+}
+
+// TestLocalLimitsKeepsACapLoweredMeanwhile: under onUnavailable localLimits, an acquire whose
+// cap was lowered (to 1) while it was in flight, and whose control plane then failed to answer,
+// is denied when the node's own count already fills the lowered cap (a query at cap 3 was
+// admitted locally meanwhile), and counted as denied: the node does not run two queries on a
+// cluster whose cap is 1.
+func TestLocalLimitsKeepsACapLoweredMeanwhile(t *testing.T) {
+	metrics := capacity.NewMetrics(nil)
+	denied := func() float64 { return testutil.ToFloat64(metrics.LeaseDenied.WithLabelValues("c")) }
+	simChecks(t, 1, "w1", time.Minute, func(w *sim.Node, check func(string, bool)) {
+		e := w.Env()
+		client := &slowFailures{LeaseClient: capacity.NewMemory(), e: e, delays: []time.Duration{200 * time.Millisecond, 50 * time.Millisecond}}
+		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: e, Client: client, Holder: "w1",
+			OnUnavailable: capacity.OnUnavailableLocalLimits, Metrics: metrics})
+		if err != nil {
+			panic(err)
+		}
+		var earlier capacity.Slot
+		e.Go(w.Ctx(), "at-cap-3", func(ctx context.Context) {
+			sleep(ctx, e, 10*time.Millisecond)
+			s, err := g.Acquire(ctx, "c", 3)
+			earlier = s
+			check(fmt.Sprintf("the acquire at cap 3 admitted locally (%v)", err), err == nil && g.Local("c") == 1)
+		})
+		slot, err := g.Acquire(w.Ctx(), "c", 1)
+		check(fmt.Sprintf("the acquire at cap 1, in flight meanwhile: denied (%v, %v), counted (%v)", slot, err, denied()),
+			slot == nil && errors.Is(err, capacity.ErrAtCapacity) && denied() == 1 && g.Local("c") == 1)
+		if earlier != nil {
+			earlier.Release()
+		}
+	})
 }

@@ -2,7 +2,9 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -61,6 +63,56 @@ func TestSettledGuardSendsReleasesAtOnce(t *testing.T) {
 				fail("round %d: the released lease reached the control plane %v after its release, want within 200 ms", round, took)
 			}
 			_ = n.Env().Sleep(ctx, 300*time.Millisecond)
+		}
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range failures {
+		t.Error(f)
+	}
+}
+
+// TestStoppingGuardSettlesItsLostAcquires: a guard stopped (its node shutting down) while an
+// acquire whose answers were lost waits to be settled (the flusher backing off after a settle
+// that did not reach the control plane) settles it as it stops, once the link is whole: the control plane frees that lease
+// at once, not at its term.
+func TestStoppingGuardSettlesItsLostAcquires(t *testing.T) {
+	ctx := context.Background()
+	s := sim.New(sim.Opts{Seed: 8})
+	n := s.AddNode("w", nil)
+	store := NewMemory()
+	link := &lossyLink{h: NewAPIHandler(store, store, n.Env(), nil), lose: []bool{true}}
+	var failures []string
+	fail := func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
+	s.Spawn(n, "test", func() {
+		cut := false // requests do not reach the control plane
+		do := func(ctx context.Context, req *http.Request) (*http.Response, error) {
+			if cut {
+				return nil, errors.New("connection refused")
+			}
+			return link.do(ctx, req)
+		}
+		g, err := NewLeaseGuard(GuardOptions{Env: n.Env(), Client: NewRemoteDo(do), Holder: "w", LeaseTTL: time.Minute})
+		if err != nil {
+			panic(err)
+		}
+		run, stop := n.Env().WithCancel(n.Ctx())
+		g.Start(run)
+		_ = n.Env().Sleep(ctx, time.Second)
+		if _, err := g.Acquire(ctx, "c", 1); err == nil {
+			fail("an acquire whose answers were all lost was granted")
+		}
+		cut = true
+		_ = n.Env().Sleep(ctx, 100*time.Millisecond) // its first settle does not reach the control plane
+		if store.Count("c") != 1 || g.LostAcquires() != 1 {
+			fail("before the stop: %d leases at the control plane, %d lost acquires; want 1 and 1", store.Count("c"), g.LostAcquires())
+		}
+		cut, link.off = false, true
+		stop()
+		_ = n.Env().Sleep(ctx, 200*time.Millisecond)
+		if store.Count("c") != 0 || g.LostAcquires() != 0 {
+			fail("200 ms after the stop: %d leases at the control plane, %d lost acquires; want 0 and 0", store.Count("c"), g.LostAcquires())
 		}
 	})
 	if err := s.Run(time.Minute); err != nil {
