@@ -19,14 +19,7 @@ import (
 // its idle hold and the release linger, every time, not after a back-off of about a second
 // (another worker waiting for the cap's one slot would wait that long).
 func TestSettledGuardSendsReleasesAtOnce(t *testing.T) {
-	ctx := context.Background()
-	s := sim.New(sim.Opts{Seed: 7})
-	n := s.AddNode("w", nil)
-	store := NewMemory()
-	link := &lossyLink{h: NewAPIHandler(store, store, n.Env(), nil), lose: []bool{true}}
-	var failures []string
-	fail := func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
-	s.Spawn(n, "test", func() {
+	lossyWorld(t, 7, func(ctx context.Context, n *sim.Node, store *Memory, link *lossyLink, fail func(string, ...any)) {
 		metrics := NewMetrics(nil)
 		g, err := NewLeaseGuard(GuardOptions{Env: n.Env(), Client: NewRemoteDo(link.do), Holder: "w", LeaseTTL: time.Minute, Metrics: metrics})
 		if err != nil {
@@ -65,12 +58,6 @@ func TestSettledGuardSendsReleasesAtOnce(t *testing.T) {
 			_ = n.Env().Sleep(ctx, 300*time.Millisecond)
 		}
 	})
-	if err := s.Run(time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range failures {
-		t.Error(f)
-	}
 }
 
 // TestStoppingGuardSettlesItsLostAcquires: a guard stopped (its node shutting down) while an
@@ -78,14 +65,7 @@ func TestSettledGuardSendsReleasesAtOnce(t *testing.T) {
 // that did not reach the control plane) settles it as it stops, once the link is whole: the control plane frees that lease
 // at once, not at its term.
 func TestStoppingGuardSettlesItsLostAcquires(t *testing.T) {
-	ctx := context.Background()
-	s := sim.New(sim.Opts{Seed: 8})
-	n := s.AddNode("w", nil)
-	store := NewMemory()
-	link := &lossyLink{h: NewAPIHandler(store, store, n.Env(), nil), lose: []bool{true}}
-	var failures []string
-	fail := func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
-	s.Spawn(n, "test", func() {
+	lossyWorld(t, 8, func(ctx context.Context, n *sim.Node, store *Memory, link *lossyLink, fail func(string, ...any)) {
 		cut := false // requests do not reach the control plane
 		do := func(ctx context.Context, req *http.Request) (*http.Response, error) {
 			if cut {
@@ -115,6 +95,20 @@ func TestStoppingGuardSettlesItsLostAcquires(t *testing.T) {
 			fail("200 ms after the stop: %d leases at the control plane, %d lost acquires; want 0 and 0", store.Count("c"), g.LostAcquires())
 		}
 	})
+}
+
+// lossyWorld runs body in a task of a simulated node w for up to a minute, over a memory store
+// behind a lossyLink that loses every answer until told otherwise, and fails t with what body
+// reported.
+func lossyWorld(t *testing.T, seed uint64, body func(ctx context.Context, n *sim.Node, store *Memory, link *lossyLink, fail func(string, ...any))) {
+	t.Helper()
+	s := sim.New(sim.Opts{Seed: seed})
+	n := s.AddNode("w", nil)
+	store := NewMemory()
+	link := &lossyLink{h: NewAPIHandler(store, store, n.Env(), nil), lose: []bool{true}}
+	var failures []string
+	fail := func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
+	s.Spawn(n, "test", func() { body(context.Background(), n, store, link, fail) })
 	if err := s.Run(time.Minute); err != nil {
 		t.Fatal(err)
 	}
