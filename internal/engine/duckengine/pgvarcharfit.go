@@ -109,7 +109,7 @@ func pgFitValues(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 			targets = append(targets, target{a.expr[0], typeOf(pgIdent(col))})
 		}
 	}
-	var edits []yearEdit
+	var edits []textEdit
 	args, cloned := q.Args, false
 	for _, t := range targets {
 		n := int(t.typ.typmod) - 4
@@ -124,7 +124,7 @@ func pgFitValues(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 				return nil, err
 			}
 			if fitted != s {
-				edits = append(edits, yearEdit{t.tok.Pos, quoteString(fitted)}, yearEdit{t.tok.Pos + len(t.tok.Text), ""})
+				edits = append(edits, textEdit{t.tok.Pos, t.tok.Pos + len(t.tok.Text), quoteString(fitted)})
 			}
 		case t.tok.Kind == sqltok.Param && strings.HasPrefix(t.tok.Text, "$"):
 			k, err := strconv.Atoi(t.tok.Text[1:])
@@ -153,15 +153,7 @@ func pgFitValues(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 	out := *q
 	out.Args = args
 	if len(edits) > 0 {
-		var b strings.Builder
-		written := 0
-		for i := 0; i < len(edits); i += 2 { // each literal: its text replaced
-			b.WriteString(q.SQL[written:edits[i].at])
-			b.WriteString(edits[i].text)
-			written = edits[i+1].at
-		}
-		b.WriteString(q.SQL[written:])
-		out.SQL, out.ClientSQL = b.String(), cmp.Or(q.ClientSQL, q.SQL)
+		out.SQL, out.ClientSQL = applyEdits(q.SQL, edits), cmp.Or(q.ClientSQL, q.SQL) // pglike.go
 	}
 	return &out, nil
 }
@@ -274,23 +266,19 @@ func pgVarcharCasts(q *query.Request) *query.Request {
 		return q
 	}
 	toks := sqltok.SignificantTokens(q.SQL, sqltok.Postgres)
-	type edit struct {
-		at, end int
-		text    string
-	}
-	var edits []edit
+	var edits []textEdit
 	// cast replaces toks[from:to] (an operand, whose tokens are toks[x0:x1]) cut to n
 	cast := func(from, to, x0, x1, n int) {
 		if x1-x0 == 1 && toks[x0].Kind == sqltok.String && strings.HasPrefix(toks[x0].Text, "'") && !toks[x0].Unterminated {
 			lit := toks[x0]
 			s := strings.ReplaceAll(lit.Text[1:len(lit.Text)-1], "''", "'")
 			if cut := runePrefix(s, n); cut != s {
-				edits = append(edits, edit{lit.Pos, lit.Pos + len(lit.Text), quoteString(cut)})
+				edits = append(edits, textEdit{lit.Pos, lit.Pos + len(lit.Text), quoteString(cut)})
 			}
 			return
 		}
 		last := toks[to-1]
-		edits = append(edits, edit{toks[from].Pos, last.Pos + len(last.Text),
+		edits = append(edits, textEdit{toks[from].Pos, last.Pos + len(last.Text),
 			"(CAST(" + q.SQL[toks[x0].Pos:toks[x1-1].Pos+len(toks[x1-1].Text)] + " AS VARCHAR))[1:" + strconv.Itoa(n) + "]"})
 	}
 	for i := 0; i < len(toks); i++ {
@@ -336,20 +324,8 @@ func pgVarcharCasts(q *query.Request) *query.Request {
 	if len(edits) == 0 {
 		return q
 	}
-	slices.SortStableFunc(edits, func(a, b edit) int { return a.at - b.at })
-	var b strings.Builder
-	written := 0
-	for _, e := range edits {
-		if e.at < written {
-			continue // inside an operand already rewritten
-		}
-		b.WriteString(q.SQL[written:e.at])
-		b.WriteString(e.text)
-		written = e.end
-	}
-	b.WriteString(q.SQL[written:])
 	c := *q
-	c.SQL, c.ClientSQL = b.String(), cmp.Or(q.ClientSQL, q.SQL)
+	c.SQL, c.ClientSQL = applyEdits(q.SQL, edits), cmp.Or(q.ClientSQL, q.SQL) // pglike.go
 	return &c
 }
 
