@@ -198,3 +198,23 @@ func TestReadCatalog(t *testing.T) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}
 }
+
+func TestTrinoFunctionsWritten(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`select date_trunc('month', ts) m from t`, `select ((ts) - INTERVAL (DAYOFMONTH((ts)) - 1) DAY - INTERVAL (TIME_TO_SEC((ts))) SECOND) m from t`},
+		{`select date_trunc('year', date '2024-05-17') y`, `select ((date '2024-05-17') - INTERVAL (DAYOFYEAR((date '2024-05-17')) - 1) DAY) y`},
+		{`select date_trunc(u, ts) m from t`, `select date_trunc(u, ts) m from t`},
+		{`select format_datetime(ts, 'yyyy-MM-dd''T''HH:mm:ss.SSS') f from t`,
+			`select CONCAT(DATE_FORMAT((ts), '%Y-%m-%dT%H:%i:%s.'), LEFT(DATE_FORMAT((ts), '%f'), 3)) f from t`},
+		{`select format_datetime(ts, 'EEE, d MMM yyyy ''at'' h a, 100%') f from t`, `select DATE_FORMAT((ts), '%a, %e %b %Y at %l %p, 100%%') f from t`},
+		{`select format_datetime(ts, 'G yyyy') f from t`, `select format_datetime(ts, 'G yyyy') f from t`},
+		{`select real '1.5' r, decimal '-1.50' d, bigint '7' b, decimal 'x' x`, `select CAST('1.5' AS FLOAT) r, CAST('-1.50' AS DECIMAL(3,2)) d, CAST('7' AS SIGNED) b, decimal 'x' x`},
+		{`select cardinality(split(s, ',')) from t`, `SIGNAL SQLSTATE '0A000' SET MYSQL_ERRNO = 1235, MESSAGE_TEXT = 'Trino''s arrays (cardinality(...)) are not supported on a MariaDB engine'`},
+		{`insert into contains (a) values (1)`, `insert into contains (a) values (1)`},
+		{`select try_cast('12' as integer) i from t`, `select (CASE WHEN CAST(('12') AS CHAR) REGEXP '^\\s*[+-]?\\d{1,9}\\s*$' THEN CAST(('12') AS SIGNED) END) i from t`},
+	} {
+		if got := SQL(c.in, Session{}); strings.Join(strings.Fields(got), " ") != c.want {
+			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)
+		}
+	}
+}

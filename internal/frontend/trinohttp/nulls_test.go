@@ -115,13 +115,33 @@ func TestTrinoNullsSortLastOnEveryEngine(t *testing.T) {
 // trinoOnEveryEngine is a trino-go-client connection, by engine, to a server in front of each:
 // PostgreSQL and MariaDB (databases of their own) and the embedded DuckDB.
 func trinoOnEveryEngine(t *testing.T) map[string]*sql.DB {
-	maria, _, dbName := frontendtest.MariaDB(t)
-	return map[string]*sql.DB{
-		"postgres": openTrino(t, trino.Config{ServerURI: "http://alice@" + startServer(t, postgresBackend(t), Options{}).addr}),
-		"mariadb": openTrino(t, trino.Config{ServerURI: "http://alice@" + startServer(t, frontendtest.NewBackend(maria), Options{}).addr,
-			Catalog: "maria", Schema: dbName}),
-		"duckdb": openTrino(t, trino.Config{ServerURI: "http://alice@" + startServer(t, duckBackend(t), Options{}).addr}),
+	out := map[string]*sql.DB{}
+	for name, s := range trinoServersOnEveryEngine(t) {
+		out[name] = s.db
 	}
+	return out
+}
+
+// trinoServer is a Trino server in front of one engine, a trino-go-client connection to it,
+// and the catalog and schema the connection names.
+type trinoServer struct {
+	db                    *sql.DB
+	addr, catalog, schema string
+}
+
+// trinoServersOnEveryEngine is trinoOnEveryEngine's servers, for clients other than trino-go-client.
+func trinoServersOnEveryEngine(t *testing.T) map[string]trinoServer {
+	maria, _, dbName := frontendtest.MariaDB(t)
+	out := map[string]trinoServer{}
+	for name, s := range map[string]trinoServer{
+		"postgres": {addr: startServer(t, postgresBackend(t), Options{}).addr},
+		"mariadb":  {addr: startServer(t, frontendtest.NewBackend(maria), Options{}).addr, catalog: "maria", schema: dbName},
+		"duckdb":   {addr: startServer(t, duckBackend(t), Options{}).addr},
+	} {
+		s.db = openTrino(t, trino.Config{ServerURI: "http://alice@" + s.addr, Catalog: s.catalog, Schema: s.schema})
+		out[name] = s
+	}
+	return out
 }
 
 func sqlInt(n *int) string {
