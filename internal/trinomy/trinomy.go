@@ -66,7 +66,7 @@ func WithColumns(sqlText string, s Session, cols Columns) string {
 	if what := arrayUse(sqlText); what != "" {
 		return notSupported("Trino's arrays (" + what + ") are not supported on a MariaDB engine")
 	}
-	return lexical(sqlText, cols).SQL
+	return lexical(sqlText, &cols).SQL
 }
 
 // arrayFunctions are Trino's functions of arrays (MariaDB has no arrays).
@@ -107,7 +107,7 @@ func notSupported(message string) string {
 // backslashes in strings, and the || operator. The text between tokens (blanks, comments) is
 // kept. cols are the catalog's column types (nil: not asked; then Tables names the tables to
 // ask of, if a division has a column operand).
-func lexical(sqlText string, cols Columns) Translation {
+func lexical(sqlText string, cols *Columns) Translation {
 	all := sqltok.Tokenize(sqlText, sqltok.Trino)
 	var toks []sqltok.Token
 	changed := false
@@ -129,7 +129,7 @@ func lexical(sqlText string, cols Columns) Translation {
 	var tables []Table
 	if cols != nil {
 		names = &integerResolver{toks: toks, columns: cols}
-	} else if strings.Contains(sqlText, "/") {
+	} else if strings.Contains(sqlText, "/") || strings.Contains(sqlText, "*") {
 		tables = tablesToAsk(toks)
 	}
 	divides := integerDivisions(toks, names)
@@ -164,7 +164,7 @@ func lexical(sqlText string, cols Columns) Translation {
 	if changed {
 		gaps := gapsOf(sqlText, toks)
 		calls(toks, text, pre, post, gaps)
-		sortNulls(toks, text, pre, post, gaps)
+		sortNulls(toks, text, pre, post, gaps, names.starColumn)
 	}
 	for k, n := range places { // Trino's name of an unaliased expression, MariaDB's its text
 		post[lasts[k]] += " AS _col" + strconv.Itoa(n)

@@ -142,11 +142,11 @@ func TestCallsAndColumnTypes(t *testing.T) {
 // A division of columns is Trino's integer division when the catalog says both are integers and
 // the name cannot be anything else; the tables asked are the statement's.
 func TestDivisionsOfColumns(t *testing.T) {
-	cols := Columns{
+	cols := &Columns{Integer: map[Table]map[string]bool{
 		{Name: "t"}:              {"a": true, "b": true, "d": false, "flag": false},
 		{Name: "u"}:              {"a": true, "c": true, "d": true},
 		{Schema: "s", Name: "v"}: {"a": false, "e": true},
-	}
+	}}
 	for _, c := range []struct {
 		in, want string
 		tables   []Table
@@ -193,7 +193,9 @@ func TestReadCatalog(t *testing.T) {
 		{"1", "shop", "t", "c", "bigint", "bigint(20) unsigned"}, {"1", "shop", "t", "d", "decimal", "decimal(10,0)"},
 		{"0", "s", "v", "e", "mediumint", "mediumint(9)"}, {"1", "shop", "t", "f", "smallint", "smallint(6) unsigned"},
 	})
-	want := Columns{{Name: "t"}: {"a": true, "b": false, "c": false, "d": false, "f": true}, {Schema: "s", Name: "v"}: {"e": true}, {Name: "gone"}: {}}
+	want := Columns{Integer: map[Table]map[string]bool{{Name: "t"}: {"a": true, "b": false, "c": false, "d": false, "f": true},
+		{Schema: "s", Name: "v"}: {"e": true}, {Name: "gone"}: {}},
+		Order: map[Table][]string{{Name: "t"}: {"A", "b", "c", "d", "f"}, {Schema: "s", Name: "v"}: {"e"}}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}
@@ -214,6 +216,27 @@ func TestTrinoFunctionsWritten(t *testing.T) {
 		{`select try_cast('12' as integer) i from t`, `select (CASE WHEN CAST(('12') AS CHAR) REGEXP '^\\s*[+-]?\\d{1,9}\\s*$' THEN CAST(('12') AS SIGNED) END) i from t`},
 	} {
 		if got := SQL(c.in, Session{}); strings.Join(strings.Fields(got), " ") != c.want {
+			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)
+		}
+	}
+}
+
+// ORDER BY n of SELECT * of one table sorts NULLs last through the catalog's nth column; not
+// where the table is not one known, or a set operation's.
+func TestStarPositionsSortNulls(t *testing.T) {
+	cols := &Columns{Integer: map[Table]map[string]bool{{Name: "t"}: {}, {Name: "u"}: {}},
+		Order: map[Table][]string{{Name: "t"}: {"id", "A b", "c"}, {Name: "u"}: {"x"}}}
+	for _, c := range []struct{ in, want string }{
+		{`select * from t order by 2, 3 desc, 1 nulls first`, "select * from t order by `A b` IS NULL, 2, 3 desc, 1  "},
+		{`select t.* from t order by 3 desc nulls first`, "select t.* from t order by `c` IS NULL DESC, 3 desc  "},
+		{`select * from t, u order by 2`, `select * from t, u order by 2`},
+		{`select * from t order by 9`, `select * from t order by 9`},
+		{`select * from t union all select * from t order by 2`, `select * from t union all select * from t order by 2`},
+	} {
+		if !slices.Equal(lexical(c.in, nil).Tables, []Table{{Name: "t"}}) && c.in != `select * from t, u order by 2` && !strings.Contains(c.in, "union") {
+			t.Errorf("%s: tables %v", c.in, lexical(c.in, nil).Tables)
+		}
+		if got := lexical(c.in, cols).SQL; got != c.want {
 			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)
 		}
 	}

@@ -188,3 +188,42 @@ func TestTrinoNullsSortLastInSetOperationsAndGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestTrinoNullsSortLastForSelectStarPositions: ORDER BY n of a SELECT * sorts NULLs where Trino
+// does on every engine (MariaDB through the catalog's nth column of the table).
+func TestTrinoNullsSortLastForSelectStarPositions(t *testing.T) {
+	engines := trinoOnEveryEngine(t)
+	var values []string
+	for _, r := range nullsRows {
+		values = append(values, fmt.Sprintf("(%d, %s, %s)", *r[0], sqlInt(r[1]), sqlInt(r[2])))
+	}
+	for _, db := range engines {
+		mustExec(t, db, `create table ns (id integer, a integer, b integer)`)
+		mustExec(t, db, `insert into ns values `+strings.Join(values, ", "))
+	}
+	for _, c := range []struct {
+		order string
+		keys  []sortKey
+	}{
+		{"2, 1", []sortKey{{col: 1}}},
+		{"3 desc nulls first, 2, 1", []sortKey{{col: 2, dir: "desc", nulls: "nulls first"}, {col: 1}}},
+		{"3 desc, 2 asc nulls last, 1", []sortKey{{col: 2, dir: "desc"}, {col: 1}}},
+	} {
+		want := trinoOrder(c.keys)
+		for name, db := range engines {
+			for _, q := range []string{"select * from ns order by " + c.order, "select ns.* from ns order by " + c.order} {
+				rows, err := db.Query(q)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", name, q, err)
+				}
+				var ids []string
+				for _, r := range scanAll(t, rows) {
+					ids = append(ids, fmt.Sprint(r[0]))
+				}
+				if got := strings.Join(ids, " "); got != want {
+					t.Errorf("%s: %s: ids %s, want %s", name, q, got, want)
+				}
+			}
+		}
+	}
+}
