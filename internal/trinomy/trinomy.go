@@ -90,7 +90,7 @@ func arrayUse(sqlText string) string {
 		switch next := toks[i+1].Text; {
 		case name == "array" && (next == "[" || next == "("):
 			return name + next + "..." + map[string]string{"[": "]", "(": ")"}[next]
-		case arrayFunctions[name] && next == "(":
+		case arrayFunctions[name] && next == "(" && !(name == "filter" && i > 0 && toks[i-1].Text == ")"): // not an aggregate's FILTER (WHERE ...)
 			return name + "(...)"
 		}
 	}
