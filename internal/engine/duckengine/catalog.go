@@ -639,6 +639,7 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 	if q.Protocol == query.ProtocolFlightSQL {
 		s = exactDivision(s, sqltok.Postgres)
 	}
+	s = withOwnSession(q, s) // sessionviews.go
 	if s == q.SQL {
 		return q, nil
 	}
