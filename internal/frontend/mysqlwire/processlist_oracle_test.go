@@ -2,9 +2,12 @@ package mysqlwire
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestOwnSessionInProcesslistOnDuckDB: information_schema.PROCESSLIST, SHOW [FULL] PROCESSLIST
@@ -59,6 +62,49 @@ func TestOwnSessionInProcesslistOnDuckDB(t *testing.T) {
 		if len(got) != 1 || fmt.Sprint(got[0][0]) != fmt.Sprint(id) && string(got[0][0].([]byte)) != fmt.Sprint(id) || string(got[0][4].([]byte)) != "Query" ||
 			string(got[0][7].([]byte)) != show {
 			t.Errorf("%s: %q; want one row: Id %d, Command Query, Info %q", show, got, id, show)
+		}
+	}
+}
+
+// TestSleepOnDuckDBAsMariaDB: SLEEP(seconds) on the embedded DuckDB waits and answers 0 as
+// MariaDB does (0 for NULL and a negative too), and a KILL QUERY from another connection ends
+// the wait with 1317 on both (tests of cancellation and timeouts use it; DuckDB has no such
+// function: 1305).
+func TestSleepOnDuckDBAsMariaDB(t *testing.T) {
+	maria, duck := mariaAndDuck(t)
+	conns := oneConnEach(t, maria, duck)
+	compareSteps(t, conns[0], conns[1], []string{"SELECT SLEEP(0.05), SLEEP(NULL), SLEEP(-1), SLEEP(0) AS z"})
+	ctx := context.Background()
+	for i, c := range conns {
+		var id int64
+		if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			var v int
+			done <- c.QueryRowContext(ctx, "SELECT SLEEP(60)").Scan(&v)
+		}()
+		killer := []*sql.DB{maria, duck}[i]
+		// A KILL QUERY before the sleep starts finds nothing to end: kill until it ends.
+		var killed error
+		for deadline := time.Now().Add(20 * time.Second); killed == nil; {
+			if time.Now().After(deadline) {
+				t.Fatalf("side %d: SLEEP(60) still running 20 s after the first KILL QUERY", i)
+			}
+			if _, err := killer.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", id)); err != nil {
+				t.Fatalf("KILL QUERY %d: %v", id, err)
+			}
+			select {
+			case killed = <-done:
+				if killed == nil {
+					killed = errors.New("no error")
+				}
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		if got := errNumber(killed); got != 1317 {
+			t.Errorf("side %d: SLEEP(60) killed: %v (error %d); want 1317", i, killed, got)
 		}
 	}
 }
