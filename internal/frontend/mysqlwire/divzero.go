@@ -1,6 +1,7 @@
 package mysqlwire
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
@@ -88,6 +89,8 @@ func zeroDivisions(sql string) (rewritten string, perRow int) {
 	if perRow == 0 && len(edits) == 0 {
 		return "", 0
 	}
+	// MOD(x, 0)'s zero is found at MOD, before the divisions inside x: edits in text order
+	sort.SliceStable(edits, func(a, b int) bool { return edits[a].at < edits[b].at })
 	var b strings.Builder
 	at := 0
 	for _, e := range edits {
