@@ -2,7 +2,6 @@ package mysqlwire
 
 import (
 	"context"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -82,11 +81,7 @@ func divModOperators(sql string, nullIf bool) string {
 // literal as NULLIF(b, 0).
 func nullIfDivisors(sql string) string {
 	toks := sqltok.SignificantTokens(sql, sqltok.MySQL)
-	type insert struct {
-		at   int
-		text string
-	}
-	var ins []insert
+	var ins []edit
 	for i, t := range toks {
 		from, to := -1, -1
 		switch {
@@ -107,21 +102,12 @@ func nullIfDivisors(sql string) string {
 		if hasParam(toks[from : to+1]) {
 			continue
 		}
-		ins = append(ins, insert{toks[from].Pos, "NULLIF("}, insert{tokenEnd(toks[to]), ", 0)"})
+		ins = append(ins, edit{at: toks[from].Pos, text: "NULLIF("}, edit{at: tokenEnd(toks[to]), text: ", 0)"})
 	}
 	if len(ins) == 0 {
 		return sql
 	}
-	sort.SliceStable(ins, func(a, b int) bool { return ins[a].at < ins[b].at })
-	var b strings.Builder
-	at := 0
-	for _, e := range ins {
-		b.WriteString(sql[at:e.at])
-		b.WriteString(e.text)
-		at = e.at
-	}
-	b.WriteString(sql[at:])
-	return b.String()
+	return applyEdits(sql, ins)
 }
 
 func tokenEnd(t sqltok.Token) int { return t.Pos + len(t.Text) }
