@@ -247,6 +247,9 @@ func (h *session) request(sql string, args []any) *query.Request {
 // fill sets every field of r to the request of sql (with args) on this client connection.
 func (h *session) fill(r *query.Request, sql string, args []any) {
 	h.fillAs(r, h.withSessionValues(sql), args)
+	if r.SQL != sql {
+		r.ClientSQL = sql // columns are named, and PROCESSLIST shows the statement, as written
+	}
 }
 
 // fillAs is fill of a statement known to name no session value (sql is sent as it is).
@@ -258,6 +261,7 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		Protocol:         query.ProtocolMySQL,
 		Database:         h.db,
 		ClientAddr:       h.remote,
+		SessionID:        h.conn.ConnectionID(),
 		Headers:          h.headers,
 		LastInsertID:     h.lastInsertID,
 		FoundRows:        h.conn.HasCapability(mysql.CLIENT_FOUND_ROWS),

@@ -526,7 +526,8 @@ func (c *conn) fillRequest(req *query.Request, sql string, args []any) {
 	}
 	*req = query.Request{
 		SQL: sql, Args: args, User: c.user, Protocol: query.ProtocolPostgres,
-		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr, Shape: c.shaped, Sequences: c.sequences,
+		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr, SessionID: c.pid, Shape: c.shaped,
+		Sequences: c.sequences,
 	}
 }
 
