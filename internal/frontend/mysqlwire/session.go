@@ -85,6 +85,7 @@ type session struct {
 	gate                     *packetGate
 	lastWasQuery             bool
 	loopGaveBack             bool // the next command read is one the loop handed back
+	loopWriteStalled         bool // the loop ended the client: it stopped reading (writestall.go)
 	loopMisses, loopHandOffs int
 	loopBackoff              int
 	admitted                 *proxy.Admission
