@@ -51,6 +51,8 @@ type Engine struct {
 	database     string   // what a MySQL client's SHOW TABLES names when it chose no database
 	shapes       shapes   // the results' schemas and decoders (shapes.go)
 	zone         *serverZone
+	// busy says a pooled connection could only be had once a running statement ends (ping.go).
+	busy func() bool
 }
 
 // Database is the database the engine's connections are to: a MySQL client's default one.
@@ -102,7 +104,7 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	conns.reclaim = func() bool { return raw.closeIdle() || closeIdlePgx(pool) }
 	raw.mustWait = func() bool { return conns.spent() && pool.Stat().IdleConns() == 0 }
 	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw, shapes: newShapes(),
-		database: cfg.ConnConfig.Database, zone: zone}, nil
+		database: cfg.ConnConfig.Database, zone: zone, busy: func() bool { return raw.mustWait() && !raw.hasIdle() }}, nil
 }
 
 // cancelOnServer is what a pooled connection does when the context of its statement ends: it
@@ -235,9 +237,6 @@ func parseExecMode(s string) (pgx.QueryExecMode, error) {
 func (e *Engine) Pool() *pgxpool.Pool { return e.pool }
 
 // Ping checks that a connection can be made and answers.
-func (e *Engine) Ping(ctx context.Context) error {
-	return wrapErr(e.pool.Ping(ctx))
-}
 
 // Close closes the pool and the relay's idle connections.
 // EngineUser is the role the engine logs in as (engine.UserNamer).

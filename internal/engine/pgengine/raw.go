@@ -234,6 +234,13 @@ func (p *rawPool) put(c *rawConn) {
 	p.mu.Unlock()
 }
 
+// hasIdle says a connection is idle (closeIdle would free a token of the budget).
+func (p *rawPool) hasIdle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle) > 0
+}
+
 // closeIdle closes the connection idle longest, for the budget; false when none is idle.
 func (p *rawPool) closeIdle() bool {
 	p.mu.Lock()
