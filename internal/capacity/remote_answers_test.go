@@ -80,3 +80,52 @@ func TestRemoteRefusesAGrantWithoutItsLease(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteRenewBatchAnswers: a renew-batch that fails (500) is an error, and the next one is
+// still sent as a batch (only a control plane without the path, 404, is renewed one lease at a
+// time from then on); an answer with fewer results than leases is an error naming it, not a
+// renewal of some of them, nor a crash of the worker's keeper.
+func TestRemoteRenewBatchAnswers(t *testing.T) {
+	store := capacity.NewMemory()
+	api := capacity.NewAPIHandler(store, store, env.Real(slog.New(slog.DiscardHandler)), nil)
+	asked, mode := map[string]int{}, "fail"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked[r.URL.Path]++
+		if r.URL.Path == capacity.PathRenewBatch {
+			switch mode {
+			case "fail":
+				http.Error(w, "the store's connection was reset", http.StatusInternalServerError)
+				return
+			case "short":
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"results":[]}`))
+				return
+			}
+		}
+		api.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	r := capacity.NewRemote(srv.URL, srv.Client(), nil)
+	ctx := context.Background()
+	l, err := r.Acquire(ctx, "c", "w1", 2, time.Minute, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := []capacity.LeaseRef{l.Ref()}
+	if _, _, err := r.RenewBatchContended(ctx, refs, time.Minute, time.Time{}); err == nil {
+		t.Errorf("a renew-batch answered 500: no error")
+	}
+	mode = "short"
+	got, _, err := r.RenewBatchContended(ctx, refs, time.Minute, time.Time{})
+	if !errors.Is(err, capacity.ErrUnavailable) || !strings.Contains(err.Error(), "0 answers for 1 leases") || len(got) != 0 {
+		t.Errorf("a renew-batch answered with no results: %v, %v; want an error naming the count", got, err)
+	}
+	mode = "ok"
+	got, _, err = r.RenewBatchContended(ctx, refs, time.Minute, time.Time{})
+	if err != nil || len(got) != 1 || got[0].Err != nil {
+		t.Errorf("renewal: %+v, %v", got, err)
+	}
+	if asked[capacity.PathRenewBatch] != 3 || asked[capacity.PathRenew] != 0 {
+		t.Errorf("asked %v: want 3 renew-batches, no single renewals", asked)
+	}
+}
