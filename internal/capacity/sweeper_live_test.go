@@ -44,3 +44,34 @@ func TestSweepsLeaveLiveLeasesAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestRevokedLeaseKeepsItsSlotUntilItsHolderFencedItself: without an engine fence, a lease an
+// operator revoked before its term (its holder alive, maybe still running the query) keeps its
+// slot for one lease TTL from the first sweep that saw it: its holder's clock fences it by then.
+// Freed earlier, the slot would be granted again while the query runs: past the cap.
+func TestRevokedLeaseKeepsItsSlotUntilItsHolderFencedItself(t *testing.T) {
+	inSim(t, func(ctx context.Context, n *sim.Node, fail func(string, ...any)) {
+		e := n.Env()
+		m := NewMemory()
+		sw := &Sweeper{Env: e, Store: m, Locks: m, Owner: "cp"}
+		lease, err := m.Acquire(ctx, "c", "w1/s", 1, 30*time.Second, e.Now())
+		if err != nil {
+			panic(err)
+		}
+		if _, err := m.Revoke(ctx, Selection{Refs: []LeaseRef{lease.Ref()}}, e.Now()); err != nil {
+			panic(err)
+		}
+		start := e.Now()
+		for e.Now().Sub(start) < 40*time.Second {
+			freed, _ := sw.SweepOnce(ctx, time.Minute)
+			at := e.Now().Sub(start)
+			switch {
+			case len(freed) > 0 && at < 30*time.Second:
+				fail("the revoked lease freed %v after the first sweep, before its TTL (30 s)", at)
+			case len(freed) == 0 && at >= 30*time.Second && m.Count("c") > 0:
+				fail("the revoked lease still held %v after the first sweep, past its TTL", at)
+			}
+			_ = e.Sleep(ctx, 5*time.Second)
+		}
+	})
+}
