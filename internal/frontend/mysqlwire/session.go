@@ -87,6 +87,7 @@ type session struct {
 	gate                     *packetGate
 	lastWasQuery             bool
 	loopGaveBack             bool // the next command read is one the loop handed back
+	loopWriteStalled         bool // the loop ended the client: it stopped reading (writestall.go)
 	loopMisses, loopHandOffs int
 	loopBackoff              int
 	admitted                 *proxy.Admission
@@ -173,6 +174,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		}
 	}
 	req := h.request(sent, args)
+	counted := h.divideOnPostgreSQL(req, sql, sent, args) // divops.go
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.mu.Lock()
 	h.cancel = cancel
@@ -223,6 +225,9 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		return written(), nil
 	}
 	h.failed = false
+	if counted {
+		rows = newDivZeroRows(rows)
+	}
 	res, err := h.answer(ctx, rows, binary)
 	rows.Close()
 	h.settleStatement(guard, sql, h.lastErr)
@@ -644,8 +649,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 		}
 		if err == io.EOF {
 			_, n, ws := mysqlengine.SplitWarnings(rows.Tag())
-			if n == 0 && h.divZeros > 0 && answered > 0 {
-				total := answered * h.divZeros
+			if total := answered*h.divZeros + countedZeros(rows); n == 0 && total > 0 {
 				ws, n = divZeroWarnings(total), uint16(min(total, 0xffff))
 			}
 			h.noteWarnings(ws)
