@@ -29,7 +29,11 @@ func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []st
 	if q.Protocol != query.ProtocolMySQL {
 		return nil
 	}
-	sel, ok := readSingleTableSelect(q.SQL)
+	a := q.ClientAnalysis() // the core's tokens of the client's text, MySQL's dialect: not read again
+	if len(a.Statements) != 1 {
+		return nil
+	}
+	sel, ok := tableSelectOf(a.Statements[0].Significant)
 	if !ok || len(sel.table) > 2 {
 		return nil
 	}
