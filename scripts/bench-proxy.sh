@@ -388,6 +388,16 @@ if [ "$MYSQL_OK" = 1 ]; then
 	else
 		MY_SOCK=
 	fi
+	# sockmap: benchrelay -sockmap, the bytes relayed in the kernel (internal/sockmap: an sk_skb
+	# verdict program); left out where BPF is refused (the relay exits) or with MY_SOCKMAP=0.
+	MY_SOCKMAP_PORT=
+	if [ "${MY_SOCKMAP:-1}" = 1 ]; then
+		p=$(freeport)
+		"$TMP/benchrelay" -sockmap -listen "127.0.0.1:$p" -upstream 127.0.0.1:3306 >"$TMP/my-sockmap.log" 2>&1 &
+		PIDS+=($!)
+		MYPROC[sockmap]=$!
+		if listening "$p"; then MY_SOCKMAP_PORT=$p; else log "mysql sockmap: left out ($(head -c 300 "$TMP/my-sockmap.log"))"; fi
+	fi
 	MYPROC[haproxy]=${PROC[haproxy]}
 	MY_TARGETS=(direct haproxy go-relay loop-relay passthrough pass-nospin arrow worker)
 	declare -A MYDSN=(
@@ -404,6 +414,10 @@ if [ "$MYSQL_OK" = 1 ]; then
 	if [ "$URING_OK" = 1 ]; then
 		MY_TARGETS+=(uring-relay loop-ring)
 		MYDSN[uring-relay]="root@tcp(127.0.0.1:$MY_URING_RELAY)/mysql" MYDSN[loop-ring]="root@tcp(127.0.0.1:$MY_LOOP_RING)/mysql"
+	fi
+	if [ -n "$MY_SOCKMAP_PORT" ]; then
+		MY_TARGETS+=(sockmap)
+		MYDSN[sockmap]="root@tcp(127.0.0.1:$MY_SOCKMAP_PORT)/mysql"
 	fi
 	if [ -n "$MY_SOCK" ]; then
 		MY_TARGETS+=(ring-unix direct-unix)
@@ -620,6 +634,7 @@ echo "haproxy: haproxy $(haproxy -v 2>/dev/null | sed -n '1s/^HAProxy version \(
 echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (goroutines and io.Copy, one hop)"
 echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
 echo "loop-ring (where io_uring works): loop-relay with internal/relayloop on io_uring (QUERYFLUX_RELAY_BACKEND=uring); the daemons' rows run on the backend of this run's environment (QUERYFLUX_RELAY_BACKEND=${QUERYFLUX_RELAY_BACKEND:-unset: the default})"
+[ -n "${MY_SOCKMAP_PORT:-}" ] && echo "mysql sockmap: scripts/benchrelay -sockmap, the bytes relayed in the kernel (a sockhash and an sk_skb verdict program; the sends run in per-CPU kworkers, so its cpu_us/q is ~0: its cost is in the machine column)"
 [ -n "${MY_SOCK:-}" ] && echo "mysql ring-unix: loop-ring (-loop -raw on io_uring) to MariaDB's Unix socket $MY_SOCK instead of 127.0.0.1:3306 (its engine leg without TCP/IP); direct-unix: benchclient on that socket (vs_direct of both: against direct on TCP)"
 echo "uring-relay (where io_uring works): scripts/benchrelay -uring -peek, the bare relay on one io_uring (internal/uring: multishot receives into provided buffers, one enter a turn), framing as loop-relay"
 echo "passthrough: the pg group in transaction pool mode (PgBouncer's mode here); pass-session: the same daemon configuration with poolMode: session; pass-nospin: passthrough's configuration run with QUERYFLUX_SPIN_MICROS=0 (the event loop never spins before it sleeps; by default it spins up to 200 us while CPUs are idle and its last wait was shorter)"

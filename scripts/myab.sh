@@ -46,6 +46,17 @@ for t in "$@"; do
 		DSN[$t]="root@tcp(127.0.0.1:$p)/mysql"
 		waitport $p
 		;;
+	sockmap | sockmap-verdict)
+		if [ ! -x "$TMP/benchrelay" ]; then
+			if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay); fi
+		fi
+		p=$(freeport) flags=
+		[ "$t" = sockmap-verdict ] && flags=-sockmap-verdict-only
+		"$TMP/benchrelay" -sockmap $flags -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/$t.log" 2>&1 &
+		PIDS+=($!) PID[$t]=$!
+		DSN[$t]="root@tcp(127.0.0.1:$p)/mysql"
+		waitport $p
+		;;
 	haproxy)
 		p=$(freeport)
 		printf 'global\n  nbthread 1\n  maxconn 1000\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 1h\n  timeout server 1h\nlisten my\n  bind 127.0.0.1:%s\n  server my 127.0.0.1:3306\n' $p >"$TMP/haproxy.cfg"

@@ -15,7 +15,9 @@
 # qf_passprobe (made with pgbench -i when missing). MARIA=1 adds bench-proxy.sh's MariaDB cluster and group
 # beside pg (its passthrough configuration exactly). RELAY_ARGS: more benchrelay flags. RELAY=PATH runs a benchrelay binary built
 # elsewhere (another commit's) as loop-relay. MODE cg runs the target under valgrind's callgrind
-# (GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off: callgrind fails on Go's preemption signals and RDTSCP), counting from the end of
+# (GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off: callgrind fails on Go's preemption signals and RDTSCP; CG_ARGS: more valgrind
+# flags, such as --cache-sim=yes for simulated cache misses per function; io_uring does not run under valgrind: set
+# QUERYFLUX_RELAY_BACKEND=epoll), counting from the end of
 # the warm-up to the end of the run: user-space instructions per transaction, which the machine's
 # load does not change (this VM has no hardware counters for perf), to $OUT.cg; callgrind_annotate
 # reads it per function. A queryflux target also prints its allocations per transaction
@@ -36,7 +38,7 @@ WRAP=()
 if [ "$MODE" = cg ]; then
 	export GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off
 	rm -f "$OUT.cg"
-	WRAP=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT.cg" --log-file="$TMP/vg.log")
+	WRAP=(valgrind --tool=callgrind ${CG_ARGS:-} --instr-atstart=no --callgrind-out-file="$OUT.cg" --log-file="$TMP/vg.log")
 fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RELAYS=" loop-relay uring-relay hybrid-relay "

@@ -841,7 +841,7 @@ func (h *timerHeap) compact() {
 	clear(h.h[len(kept):])
 	h.h = kept
 	h.stale = 0
-	for i := (len(h.h) - 2) / heapArity; i >= 0; i-- {
+	for i := (len(h.h) - 2) / heapArity; i >= 0 && len(h.h) > 1; i-- { // (-2)/4 is 0: an empty heap has no node to sink
 		h.down(i)
 	}
 }

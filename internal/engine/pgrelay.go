@@ -36,8 +36,12 @@ type PGWireOptions struct {
 	Spare PGWire
 	// Tag is the engine tag the statements run under (their capacity lease's, see
 	// query.WithEngineTag), handed here rather than in ctx: a context less per transaction.
-	// "" takes ctx's.
+	// "" takes ctx's, unless TagGiven.
 	Tag string
+	// TagGiven: Tag is the answer even when it is "" (no lease's tag), and ctx is not asked.
+	// The proxy core's wire sets it: its slot's tag is the statements' (a context lookup of a
+	// key ctx does not hold walks the whole chain, ~110 instructions a transaction).
+	TagGiven bool
 }
 
 // ErrWouldWait is the answer of an operation told not to wait (PGWireOptions.NoWait, the

@@ -24,35 +24,50 @@ const (
 	cachedSQLMax = 4096
 )
 
-var cache = boundedcache.New[string, string](cacheMax)
+var cache = boundedcache.New[string, Translation](cacheMax)
 
 // Session is where a Trino client's unqualified names point: its catalog (any name: a MariaDB
 // server is one catalog) and schema (a MariaDB database), "" for none.
 type Session struct{ Catalog, Schema string }
 
 // SQL is sqlText, a Trino client's statement, as MariaDB runs it; sqlText itself when nothing
-// in it reads differently.
-func SQL(sqlText string, s Session) string {
+// in it reads differently. A division of columns is MariaDB's: Translate tells which tables'
+// columns would make it Trino's.
+func SQL(sqlText string, s Session) string { return Translate(sqlText, s).SQL }
+
+// Translate is sqlText as MariaDB runs it, and the tables whose column types the catalog is to
+// tell (columns.go) for its divisions to be Trino's (then WithColumns writes it).
+func Translate(sqlText string, s Session) Translation {
 	if sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "show", "describe", "desc") {
 		if out, ok := showSQL(sqlText, s); ok {
-			return out
+			return Translation{SQL: out}
 		}
-		return sqlText
+		return Translation{SQL: sqlText}
 	}
 	if out, ok := cache.Get(sqlText); ok {
 		return out
 	}
-	out := lexical(sqlText)
+	out := lexical(sqlText, nil)
 	if len(sqlText) <= cachedSQLMax {
 		cache.Put(sqlText, out)
 	}
 	return out
 }
 
+// WithColumns is sqlText as MariaDB runs it, its divisions of integer columns (by cols, the
+// catalog's answer for Translate's Tables) Trino's integer division.
+func WithColumns(sqlText string, s Session, cols Columns) string {
+	if sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "show", "describe", "desc") {
+		return SQL(sqlText, s)
+	}
+	return lexical(sqlText, cols).SQL
+}
+
 // lexical rewrites what MariaDB's default sql_mode reads otherwise than Trino: quoted names,
 // backslashes in strings, and the || operator. The text between tokens (blanks, comments) is
-// kept.
-func lexical(sqlText string) string {
+// kept. cols are the catalog's column types (nil: not asked; then Tables names the tables to
+// ask of, if a division has a column operand).
+func lexical(sqlText string, cols Columns) Translation {
 	all := sqltok.Tokenize(sqlText, sqltok.Trino)
 	var toks []sqltok.Token
 	changed := false
@@ -70,9 +85,16 @@ func lexical(sqlText string) string {
 	if query {
 		places, lasts = trinopg.UnnamedItems(toks)
 	}
-	divides := integerDivisions(toks)
+	var names *integerResolver
+	var tables []Table
+	if cols != nil {
+		names = &integerResolver{toks: toks, columns: cols}
+	} else if strings.Contains(sqlText, "/") {
+		tables = tablesToAsk(toks)
+	}
+	divides := integerDivisions(toks, names)
 	if !changed && len(places) == 0 && len(divides) == 0 {
-		return sqlText
+		return Translation{SQL: sqlText, Tables: tables}
 	}
 	text := make([]string, len(toks))
 	pre := make([]string, len(toks))
@@ -117,7 +139,7 @@ func lexical(sqlText string) string {
 		at = t.Pos + len(t.Text)
 	}
 	b.WriteString(sqlText[at:])
-	return b.String()
+	return Translation{SQL: b.String(), Tables: tables}
 }
 
 // concats writes each chain of operands joined by || as CONCAT(a, b, ...): || binds less
@@ -315,13 +337,13 @@ var notValue = map[string]bool{"select": true, "from": true, "where": true, "and
 // like, casts to an integer type): Trino's integer division truncates toward zero, as MariaDB's
 // DIV does, where MariaDB's / gives a decimal (7 / 2 is 3.5000). A column's type is not known
 // here: its division is MariaDB's.
-func integerDivisions(toks []sqltok.Token) []int {
+func integerDivisions(toks []sqltok.Token, names *integerResolver) []int {
 	var out []int
 	for i, t := range toks {
 		if t.Text != "/" || t.Kind != sqltok.Operator || i == 0 {
 			continue
 		}
-		if integerTermBefore(toks, i) && integerOperandAt(toks, i+1) {
+		if integerOperandAt(toks, i+1, names) && integerTermBefore(toks, i, names) {
 			out = append(out, i)
 		}
 	}
@@ -330,10 +352,10 @@ func integerDivisions(toks []sqltok.Token) []int {
 
 // integerTermBefore reports whether the term ending before toks[end] (atoms joined by *, / and
 // %, which bind alike and from the left) is an integer's.
-func integerTermBefore(toks []sqltok.Token, end int) bool {
+func integerTermBefore(toks []sqltok.Token, end int, names *integerResolver) bool {
 	for {
 		start := atomBefore(toks, end)
-		if start < 0 || !integerAtom(toks, start, end) {
+		if start < 0 || !integerAtom(toks, start, end, names) {
 			return false
 		}
 		if start > 0 && (toks[start-1].Text == "-" || toks[start-1].Text == "+") && (start == 1 || !valueEnd(toks[start-2])) {
@@ -355,16 +377,16 @@ func valueEnd(t sqltok.Token) bool {
 }
 
 // integerOperandAt reports whether the atom at toks[i] (after any sign) is an integer's.
-func integerOperandAt(toks []sqltok.Token, i int) bool {
+func integerOperandAt(toks []sqltok.Token, i int, names *integerResolver) bool {
 	for i < len(toks) && (toks[i].Text == "-" || toks[i].Text == "+") {
 		i++
 	}
 	end := atom(toks, i)
-	return end > 0 && (end == len(toks) || toks[end].Text != "[") && integerAtom(toks, i, end)
+	return end > 0 && (end == len(toks) || toks[end].Text != "[") && integerAtom(toks, i, end, names)
 }
 
 // atomBefore is the start of the atom ending before toks[end]: a number, a parenthesised
-// expression or a call; -1 for anything else (a name, whose type is not known here).
+// expression, a call or a name; -1 for anything else.
 func atomBefore(toks []sqltok.Token, end int) int {
 	if end <= 0 {
 		return -1
@@ -372,6 +394,15 @@ func atomBefore(toks []sqltok.Token, end int) int {
 	switch last := toks[end-1]; {
 	case last.Kind == sqltok.Number:
 		return end - 1
+	case last.Kind == sqltok.QuotedIdent || last.Kind == sqltok.Word && !notValue[strings.ToLower(last.Text)]:
+		start := end - 1 // a name, maybe dotted
+		for start >= 2 && toks[start-1].Text == "." && (toks[start-2].Kind == sqltok.Word || toks[start-2].Kind == sqltok.QuotedIdent) {
+			start -= 2
+		}
+		if start > 0 && (toks[start-1].Kind == sqltok.Word && !notValue[strings.ToLower(toks[start-1].Text)] || toks[start-1].Kind == sqltok.String) {
+			return -1 // a typed literal's or another name's word: not a column's name alone
+		}
+		return start
 	case last.Text == ")":
 		depth := 0
 		for k := end - 1; k >= 0; k-- {
@@ -393,33 +424,58 @@ func atomBefore(toks []sqltok.Token, end int) int {
 // integerAtom reports whether toks[start:end], one atom, is an integer as the text says: an
 // integer literal, a parenthesised integer expression, a call of a function whose value is an
 // integer, or a cast to an integer type.
-func integerAtom(toks []sqltok.Token, start, end int) bool {
+func integerAtom(toks []sqltok.Token, start, end int, names *integerResolver) bool {
 	t := toks[start]
 	switch {
 	case t.Kind == sqltok.Number:
 		return end == start+1 && strings.Trim(t.Text, "0123456789") == ""
 	case t.Text == "(":
-		return integerExpression(toks[start+1 : end-1])
+		return integerExpression(toks, start+1, end-1, names)
 	case t.Kind == sqltok.Word && end > start+2 && toks[start+1].Text == "(":
 		name := strings.ToLower(t.Text)
 		if name == "cast" || name == "try_cast" {
 			n := end - 1 // the closing parenthesis
 			return n-start >= 5 && toks[n-2].IsWord("as") && integerTypes[strings.ToLower(toks[n-1].Text)]
 		}
+		if integerOfArguments[name] {
+			return integerArguments(toks, start+2, end-1, names)
+		}
 		return integerFunctions[name]
+	case t.Kind == sqltok.Word || t.Kind == sqltok.QuotedIdent: // a column's name
+		return names.integerName(start, end)
 	}
 	return false
 }
 
-// integerExpression reports whether toks are integer atoms joined by arithmetic operators.
-func integerExpression(toks []sqltok.Token) bool {
-	i := 0
+// integerOfArguments are functions whose value is an integer when their arguments are (Trino's
+// sum of integers is a bigint; MariaDB's a decimal, which DIV truncates as well).
+var integerOfArguments = map[string]bool{"sum": true, "min": true, "max": true, "abs": true, "coalesce": true,
+	"greatest": true, "least": true}
+
+// integerArguments reports whether the arguments toks[lo:hi] (DISTINCT aside) are each an
+// integer expression.
+func integerArguments(toks []sqltok.Token, lo, hi int, names *integerResolver) bool {
+	if lo < hi && toks[lo].IsWord("distinct") {
+		lo++
+	}
+	for _, a := range splitAt(toks, lo, hi) {
+		if !integerExpression(toks, a[0], a[1], names) {
+			return false
+		}
+	}
+	return lo < hi
+}
+
+// integerExpression reports whether toks[lo:hi] are integer atoms joined by arithmetic operators.
+func integerExpression(all []sqltok.Token, lo, hi int, names *integerResolver) bool {
+	toks := all[:hi]
+	i := lo
 	for {
 		for i < len(toks) && (toks[i].Text == "-" || toks[i].Text == "+") {
 			i++
 		}
 		end := atom(toks, i)
-		if end < 0 || !integerAtom(toks, i, end) {
+		if end < 0 || !integerAtom(toks, i, end, names) {
 			return false
 		}
 		if end == len(toks) {

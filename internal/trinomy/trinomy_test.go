@@ -1,6 +1,8 @@
 package trinomy
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,7 +57,7 @@ func TestLexical(t *testing.T) {
 		{`select cast(row(1.5, true) as row(d decimal(3,1), b boolean)), cast(row(1) as row(x ipaddress)) from t`,
 			`select JSON_ARRAY(CAST(1.5 AS DECIMAL(3,1)), true)      AS _col0, cast(row(1) as row(x ipaddress)) AS _col1 from t`},
 	} {
-		if got := lexical(c.in); got != c.want {
+		if got := lexical(c.in, nil).SQL; got != c.want {
 			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)
 		}
 	}
@@ -68,7 +70,7 @@ func TestConcatChains(t *testing.T) {
 		operands := rapid.SliceOfN(rapid.SampledFrom([]string{"a", "'x'", "1 + 2", "f(b, c)", "(d)", "t.e", "-3 * g"}), 2, 6).Draw(t, "operands")
 		in := "select " + strings.Join(operands, " || ") + " from t"
 		want := "select CONCAT(" + strings.Join(operands, " , ") + ") AS _col0 from t"
-		if got := lexical(in); got != want {
+		if got := lexical(in, nil).SQL; got != want {
 			t.Fatalf("%s\n got %s\nwant %s", in, got, want)
 		}
 	})
@@ -134,5 +136,65 @@ func TestCallsAndColumnTypes(t *testing.T) {
 		if got := SQL(c.in, Session{}); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.in, got, c.want)
 		}
+	}
+}
+
+// A division of columns is Trino's integer division when the catalog says both are integers and
+// the name cannot be anything else; the tables asked are the statement's.
+func TestDivisionsOfColumns(t *testing.T) {
+	cols := Columns{
+		{Name: "t"}:              {"a": true, "b": true, "d": false, "flag": false},
+		{Name: "u"}:              {"a": true, "c": true, "d": true},
+		{Schema: "s", Name: "v"}: {"a": false, "e": true},
+	}
+	for _, c := range []struct {
+		in, want string
+		tables   []Table
+	}{
+		{`select a / b, a / 2 x, -a / 2 y, 7 / a z, a / d w, a / 1.5 v from t`,
+			`select a DIV b AS _col0, a DIV 2 x, -a DIV 2 y, 7 DIV a z, a / d w, a / 1.5 v from t`, []Table{{Name: "t"}}},
+		{`select t.a / u.c, a / c, t.d / 2, u.d / 2, x.e / 2 from t join u on t.b = u.c, s.v x`,
+			`select t.a DIV u.c AS _col0, a / c AS _col1, t.d / 2 AS _col2, u.d DIV 2 AS _col3, x.e DIV 2 AS _col4 from t join u on t.b = u.c, s.v x`,
+			[]Table{{Name: "t"}, {Name: "u"}, {Schema: "s", Name: "v"}}},
+		{`select sum(a) / count(*), max(b) / 2 m, avg(a) / 2 g, coalesce(a, 0) / 2 c from t`,
+			`select sum(a) DIV count(*) AS _col0, max(b) DIV 2 m, avg(a) / 2 g, coalesce(a, 0) DIV 2 c from t`, []Table{{Name: "t"}}},
+		// a name that may be an alias, a derived table's or a CTE's column, or a table not known
+		{`select a / 2 from (select a * 1.5 a from t) q`, `select a / 2 AS _col0 from (select a * 1.5 a from t) q`, []Table{{Name: "t"}}},
+		{`with q as (select b a from t) select a / 2 from q`, `with q as (select b a from t) select a / 2 AS _col0 from q`, []Table{{Name: "t"}}},
+		{`select b / 2 from t, w`, `select b / 2 AS _col0 from t, w`, []Table{{Name: "t"}, {Name: "w"}}},
+		{`select a * 1.5 as b, b / 2 from t order by b / 2`, `select a * 1.5 as b, b / 2 AS _col1 from t order by b / 2 IS NULL, b / 2`, []Table{{Name: "t"}}},
+		{`select a / 2 from t cross join unnest(array[1]) x(a)`, `select a / 2 AS _col0 from t cross join unnest(array[1]) x(a)`, nil},
+		// a correlated subquery: both tables have a, both integers
+		{`select a / 2 from t where exists (select 1 from u where u.c = t.b / 2)`,
+			`select a DIV 2 AS _col0 from t where exists (select 1 from u where u.c = t.b DIV 2)`, []Table{{Name: "t"}, {Name: "u"}}},
+		{`update t set a = a / 2 where b / 2 = 1`, `update t set a = a DIV 2 where b DIV 2 = 1`, []Table{{Name: "t"}}},
+		{`select a / 2.0, 1 / 2 from t`, `select a / 2.0 AS _col0, 1 DIV 2 AS _col1 from t`, nil},
+	} {
+		tr := lexical(c.in, nil)
+		if !slices.Equal(tr.Tables, c.tables) && !(c.tables == nil && c.in[len(c.in)-1] == ')') {
+			t.Errorf("%s\n tables %v, want %v", c.in, tr.Tables, c.tables)
+		}
+		if got := lexical(c.in, cols).SQL; got != c.want {
+			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)
+		}
+	}
+}
+
+// The catalog's rows as Columns: integer types but TINYINT(1) and BIGINT UNSIGNED, a table of
+// the session's database under its own schema too, a table asked but not there known empty.
+func TestReadCatalog(t *testing.T) {
+	tables := []Table{{Name: "t"}, {Schema: "s", Name: "v"}, {Name: "gone"}}
+	q := CatalogQuery(append(tables, Table{Name: `it's\`}))
+	if !strings.Contains(q, `(TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't')`) || !strings.Contains(q, `TABLE_NAME = 'it''s\\'`) {
+		t.Errorf("query %s", q)
+	}
+	got := ReadCatalog(tables, [][]string{
+		{"1", "shop", "T", "A", "int", "int(11)"}, {"1", "shop", "t", "b", "tinyint", "tinyint(1)"},
+		{"1", "shop", "t", "c", "bigint", "bigint(20) unsigned"}, {"1", "shop", "t", "d", "decimal", "decimal(10,0)"},
+		{"0", "s", "v", "e", "mediumint", "mediumint(9)"}, {"1", "shop", "t", "f", "smallint", "smallint(6) unsigned"},
+	})
+	want := Columns{{Name: "t"}: {"a": true, "b": false, "c": false, "d": false, "f": true}, {Schema: "s", Name: "v"}: {"e": true}, {Name: "gone"}: {}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v\nwant %v", got, want)
 	}
 }

@@ -513,7 +513,7 @@ func (c *Core) route(ctx context.Context, req *query.Request, relay bool) (r rou
 	if err != nil {
 		return routed{}, false, c.refuse(rt, id, req, start, dec, err)
 	}
-	return routed{placement: placement{rt: rt, dec: dec, g: g}, id: id, start: start}, true, nil
+	return routed{placement: placement{rt: rt, dec: dec, g: g, noWait: mustNotWait(ctx)}, id: id, start: start}, true, nil
 }
 
 // letGo unpins the runtime of a query that takes another way in (it is routed again there).
@@ -540,7 +540,7 @@ func (c *Core) admit(ctx context.Context, req *query.Request, r *routed, into *A
 		return nil, c.refuse(p.rt, id, req, start, p.dec, err)
 	}
 	now := start // under NoWait nothing waited: the clock is read once per admission
-	if !mustNotWait(ctx) {
+	if !p.noWait {
 		now = c.env.Now()
 	}
 	s := c.metrics.series(p.g.name, cl.name)
@@ -568,6 +568,9 @@ type placement struct {
 	rt  *Runtime
 	dec Decision
 	g   *group
+	// noWait: the query's context is NoWait's. Read once, where it is routed (a context
+	// lookup is ~50 instructions, and admit, acquire and OpenWireInto each asked).
+	noWait bool
 }
 
 // follow moves a waiting query onto the active runtime if a newer one replaced p.rt: routed
@@ -629,7 +632,7 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 	}
 	if c.queued.Load() == 0 || c.Queued(p.g.name) == 0 {
 		take := c.guard.Acquire
-		if mustNotWait(ctx) && !c.AdmitsAtOnce() {
+		if p.noWait && !c.AdmitsAtOnce() {
 			take = nil
 			if c.idle != nil {
 				take = func(ctx context.Context, cluster string, limit int) (Slot, error) {
@@ -651,7 +654,7 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 			}
 		}
 	}
-	if mustNotWait(ctx) {
+	if p.noWait {
 		return nil, nil, engine.ErrWouldWait
 	}
 	w := waiter{user: req.User, userMax: p.rt.limits.MaxQueuedPerUser}

@@ -96,8 +96,8 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		adm.finishQuiet()
 		return nil, false, nil
 	}
-	pw, err := opener.OpenPGWire(ctx, engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup, NoWait: mustNotWait(ctx), Spare: spareConn,
-		Tag: capacity.SlotTag(adm.slot)})
+	pw, err := opener.OpenPGWire(ctx, engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup, NoWait: r.noWait, Spare: spareConn,
+		Tag: capacity.SlotTag(adm.slot), TagGiven: true})
 	if errors.Is(err, engine.ErrWouldWait) {
 		// Nothing ran: the caller asks again where it may wait, and that slot is the one that
 		// counts as a reused lease, if it is one.

@@ -30,7 +30,6 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
-	"github.com/queryflux/queryflux/internal/trinomy"
 )
 
 // OpenSpec opens a Spec of kind mysql or starrocks. Option "tls": "verify-full" or "true" (verify the server's
@@ -529,11 +528,11 @@ func (e *Engine) acquireWith(ctx context.Context, q *query.Request, flags connFl
 
 // Execute runs q on a pooled connection and streams its result.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	q = trinoDialect(q)
 	c, err := e.acquireFor(ctx, q)
 	if err != nil {
 		return nil, err
 	}
+	q = trinoDialect(ctx, c, q)
 	r := newRows(e, c, q, func(healthy bool) { e.release(c, healthy && !changesSession(q.SQL)) })
 	go r.produce(ctx)
 	if err := r.waitStart(ctx); err != nil {
@@ -541,23 +540,6 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		return nil, err
 	}
 	return r, nil
-}
-
-// trinoDialect is q with a Trino client's statement as MariaDB reads it (internal/trinomy).
-func trinoDialect(q *query.Request) *query.Request {
-	if q.Protocol != query.ProtocolTrino {
-		return q
-	}
-	sql := trinomy.SQL(q.SQL, trinomy.Session{Catalog: q.Database, Schema: q.Schema})
-	if sql == q.SQL {
-		return q
-	}
-	c := *q
-	c.SQL = sql
-	if c.ClientSQL == "" {
-		c.ClientSQL = q.SQL
-	}
-	return &c
 }
 
 // requestDatabase picks the database a request names: its schema (Trino's catalog.schema

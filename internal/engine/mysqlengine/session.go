@@ -42,7 +42,6 @@ type session struct {
 // Execute runs q on the pinned connection. A session runs one statement at a time: the
 // previous statement's rows must be closed first.
 func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	q = trinoDialect(q)
 	s.mu.Lock()
 	switch {
 	case s.conn == nil:
@@ -63,6 +62,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 			return nil, s.e.wrap(err)
 		}
 	}
+	q = trinoDialect(ctx, c, q)
 	s.running = true
 	s.dirty = s.dirty || changesSession(q.SQL)
 	s.mu.Unlock()

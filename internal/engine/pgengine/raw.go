@@ -60,6 +60,12 @@ func (c *rawConn) written() {
 	}
 }
 
+// rawClock is the monotonic clock alone, for idle times: time.Now reads the wall clock too, a
+// second clock read that every transaction's give-back paid for nothing.
+func rawClock() time.Duration { return time.Since(rawEpoch) }
+
+var rawEpoch = time.Now() //determinism:ok a monotonic base for idle times: they are compared with each other only
+
 // rawPool keeps the relay's idle connections, last in first out.
 type rawPool struct {
 	cfg  *pgconn.Config
@@ -130,7 +136,7 @@ func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 		c := p.idle[i]
 		p.idle = append(p.idle[:i], p.idle[i+1:]...)
 		p.mu.Unlock()
-		if time.Since(c.idleSince) < rawCheckIdleAfter || c.quiet() {
+		if rawClock()-c.idleSince < rawCheckIdleAfter || c.quiet() {
 			return c, nil
 		}
 		c.close()
@@ -189,7 +195,7 @@ func (p *rawPool) getReady(owner uint64, tag, setup string) *rawConn {
 		if c.owner != owner || !c.used || !c.tagged || c.tag != tag || c.setup != setup {
 			continue
 		}
-		if time.Since(c.idleSince) >= rawCheckIdleAfter && !c.quiet() {
+		if rawClock()-c.idleSince >= rawCheckIdleAfter && !c.quiet() {
 			return nil // the goroutine's get closes it and opens another
 		}
 		p.idle = append(p.idle[:j], p.idle[j+1:]...)
@@ -213,7 +219,7 @@ func (p *rawPool) put(c *rawConn) {
 		c.close()
 		return
 	}
-	c.idleSince = time.Now()
+	c.idleSince = rawClock()
 	p.mu.Lock()
 	if p.shut {
 		p.mu.Unlock()
@@ -262,7 +268,7 @@ type rawConn struct {
 	out       []byte
 	txStatus  byte
 	broken    bool
-	idleSince time.Time
+	idleSince time.Duration // rawClock() when it last went idle
 	// stmts maps a client statement (its SQL and declared parameter types) to the name it is
 	// prepared under on this connection.
 	stmts     map[string]string

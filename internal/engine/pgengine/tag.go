@@ -107,11 +107,14 @@ type rawTag struct {
 	tagged bool // tag is set, and so is the backstop
 }
 
-// wantTag is the tag a connection must carry for a statement under ctx: its lease's (tag, else
-// ctx's), else the pool's application_name.
-func (p *rawPool) wantTag(ctx context.Context, tag string) string {
-	if tag != "" {
-		return tag
+// wantTag is the tag a connection must carry for a statement under ctx: its lease's (o.Tag,
+// else ctx's unless o.TagGiven), else the pool's application_name.
+func (p *rawPool) wantTag(ctx context.Context, o engine.PGWireOptions) string {
+	if o.Tag != "" {
+		return o.Tag
+	}
+	if o.TagGiven {
+		return p.cfg.RuntimeParams["application_name"]
 	}
 	if want := query.EngineTag(ctx); want != "" {
 		return want

@@ -36,7 +36,7 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 		panic("pgengine: OpenPGWire without an owner")
 	}
 	if o.NoWait {
-		c := e.raw.getReady(o.Owner, e.raw.wantTag(ctx, o.Tag), o.Setup)
+		c := e.raw.getReady(o.Owner, e.raw.wantTag(ctx, o), o.Setup)
 		if c == nil {
 			return nil, engine.ErrWouldWait
 		}
@@ -46,7 +46,7 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 	if err != nil {
 		return nil, wrapErr(err)
 	}
-	if err := c.serve(ctx, e.raw, o, e.raw.wantTag(ctx, o.Tag)); err != nil {
+	if err := c.serve(ctx, e.raw, o, e.raw.wantTag(ctx, o)); err != nil {
 		e.raw.put(c)
 		return nil, wrapErr(err)
 	}
