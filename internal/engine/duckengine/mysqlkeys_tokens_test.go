@@ -29,12 +29,14 @@ func TestMySQLColumnKeysReadTheCoresTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	for sql, want := range map[string]string{
-		"select id, v, w from ck":                 "primary_key|unique_key|",
-		"SELECT `id`, `x`.`v` FROM `ck` AS `x`":   "primary_key|unique_key",
-		`select "id", 'v', w from ck # a comment`: "||",
-		"select id -- a comment\n, v from ck":     "primary_key|unique_key",
-		"select id from ck where id > 0 ;":        "primary_key",
-		"select `a``b`, `w` from ck":              "unique_key|",
+		"select id, v, w from ck":                        "primary_key|unique_key|",
+		"SELECT `id`, `x`.`v` FROM `ck` AS `x`":          "primary_key|unique_key",
+		`select "id", 'v', w from ck # a comment`:        "||",
+		"select id -- a comment\n, v from ck":            "primary_key|unique_key",
+		"select id from ck where id > 0 ;":               "primary_key",
+		"select `a``b`, `w` from ck":                     "unique_key|",
+		"select /*!40001 SQL_NO_CACHE */ id, v from ck":  "primary_key|unique_key",
+		"select sql_calc_found_rows distinct id from ck": "primary_key",
 	} {
 		q := &query.Request{SQL: sql, Protocol: query.ProtocolMySQL}
 		q.Analysis() // the core's
