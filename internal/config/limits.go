@@ -11,6 +11,7 @@ package config
 //	    maxPreAuthMessageBytes: 65536 # one client message before login
 //	    maxMessageBytes: 67108864     # one client message after login
 //	    messageTimeoutSecs: 30        # a message begun must arrive whole within this
+//	    writeStallTimeoutSecs: 60     # a PostgreSQL / MySQL client taking nothing of its answer for this long is ended
 //	    maxHeldBytesPerConnection: 67108864 # what one client leaves held (prepared statements...)
 //	    maxHeldBytes: 2147483648      # what all clients of this node leave held together
 //	    loginThrottle: {failures: 10, windowSecs: 60, backoffSecs: 300}
@@ -20,6 +21,13 @@ type Limits struct {
 	MaxPreAuthMessageBytes int `yaml:"maxPreAuthMessageBytes" json:"maxPreAuthMessageBytes"` // bytes of one client message before login (0: 65536); at most [preAuthMessageBytesCeiling]
 	MaxMessageBytes        int `yaml:"maxMessageBytes" json:"maxMessageBytes"`               // bytes of one client message after login: a PostgreSQL message, a MySQL command (0: 67108864)
 	MessageTimeoutSecs     int `yaml:"messageTimeoutSecs" json:"messageTimeoutSecs"`         // seconds a client message (an HTTP request body included) may take to arrive whole once begun; more ends the connection (0: 30)
+	// WriteStallTimeoutSecs bounds how long an answer's write to a PostgreSQL or MySQL client may
+	// make no progress (the client reads and acknowledges nothing: it stopped reading, or was
+	// suspended); past it the connection is closed, its running query cancelled and its engine
+	// connection and capacity slot freed, counted (queryflux_frontend_bound_refusals_total,
+	// bound write_stall) and logged (0: 60, as MariaDB's net_write_timeout). A slow reader that
+	// keeps reading is never cut, however long its answer takes.
+	WriteStallTimeoutSecs int `yaml:"writeStallTimeoutSecs" json:"writeStallTimeoutSecs"`
 	// MaxConnectionsPerSource is one source address's share of maxConnections on each frontend:
 	// its connections not yet logged in (on Trino HTTP and Flight SQL, which log in per
 	// request: before a request on it logged in), and on the admin / worker API and the ops
@@ -71,6 +79,7 @@ func (v *validator) limits(p string, l Limits) {
 		v.add(p+".maxMessageBytes", "at most %d", messageBytesCeiling)
 	}
 	v.nonNegative(p+".messageTimeoutSecs", int64(l.MessageTimeoutSecs))
+	v.nonNegative(p+".writeStallTimeoutSecs", int64(l.WriteStallTimeoutSecs))
 	v.nonNegative(p+".maxHeldBytesPerConnection", l.MaxHeldBytesPerConnection)
 	v.nonNegative(p+".maxHeldBytes", l.MaxHeldBytes)
 	if l.MaxHeldBytes > 0 && l.MaxHeldBytesPerConnection > l.MaxHeldBytes {

@@ -41,6 +41,10 @@ const (
 	// MessageTimeoutDefault bounds how long a client message (an HTTP request body) may take to
 	// arrive whole once its first bytes have.
 	MessageTimeoutDefault = 30 * time.Second
+	// WriteStallTimeoutDefault bounds how long an answer's write may make no progress (a
+	// client that stopped reading) on the PostgreSQL and MySQL frontends: MariaDB's own
+	// net_write_timeout.
+	WriteStallTimeoutDefault = 60 * time.Second
 	// refuseWriteTimeout bounds the write of a refusal; a fresh socket's send buffer takes it
 	// at once, so this only matters for a peer that never reads.
 	refuseWriteTimeout = time.Second
@@ -72,6 +76,10 @@ type Limits struct {
 	// connections of a node together; apart from Held, so that a message never finds its room
 	// taken by what its own connection holds.
 	InFlight *heldmem.Pool
+	// WriteStallTimeout bounds how long a write to a logged-in PostgreSQL or MySQL client may
+	// make no progress (the client took and acknowledged nothing): past it the connection
+	// ends, its engine query with it (BoundWrites, WriteStalled).
+	WriteStallTimeout time.Duration
 }
 
 // WithDefaults fills zero fields with the defaults (a nil Held or InFlight: a pool of its own,
@@ -97,6 +105,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MessageTimeout <= 0 {
 		l.MessageTimeout = MessageTimeoutDefault
+	}
+	if l.WriteStallTimeout <= 0 {
+		l.WriteStallTimeout = WriteStallTimeoutDefault
 	}
 	if l.HeldBytesMax <= 0 {
 		l.HeldBytesMax = heldmem.ConnectionBytesDefault

@@ -15,7 +15,7 @@ import (
 func BoundRefusals(reg prometheus.Registerer) *prometheus.CounterVec {
 	return promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "queryflux_frontend_bound_refusals_total",
-		Help: "Requests a frontend refused at its own bounds once a client is in: prepared statements, portals or queries held (prepared_statements, portals, queries), Flight SQL results awaiting their DoGet (results) and open transactions (transactions), a message too large (message_bytes) or not arrived whole in time (message_timeout); and connections refused because their source holds its share of the connection limit before login (source_connections).",
+		Help: "Requests a frontend refused at its own bounds once a client is in: prepared statements, portals or queries held (prepared_statements, portals, queries), Flight SQL results awaiting their DoGet (results) and open transactions (transactions), a message too large (message_bytes) or not arrived whole in time (message_timeout), a client that took nothing of its answer within the write stall timeout (write_stall); and connections refused because their source holds its share of the connection limit before login (source_connections).",
 	}, []string{"frontend", "bound"}))
 }
 

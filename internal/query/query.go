@@ -39,6 +39,10 @@ type Request struct {
 	Headers    map[string]string // protocol headers (Trino's X-Trino-*, ...), for routing
 	Tags       []string          // client tags, for routing
 	ClientAddr string
+	// SessionID is the client connection's id as its protocol shows it (a PostgreSQL client's
+	// BackendKeyData pid, a MySQL client's connection id), for an engine that answers the
+	// session's own views itself (DuckDB's pg_stat_activity, PROCESSLIST); 0 when none.
+	SessionID uint32
 	// CopyIn is the client's data for a COPY ... FROM STDIN, for an engine that loads it
 	// itself (DuckDB); nil for every other statement and wherever the protocol has no COPY.
 	CopyIn CopySource

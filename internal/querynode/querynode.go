@@ -85,6 +85,7 @@ func LimitsOf(l config.Limits) netlimit.Limits {
 		PreAuthBytesMax:      l.MaxPreAuthMessageBytes,
 		MessageBytesMax:      l.MaxMessageBytes,
 		MessageTimeout:       time.Duration(l.MessageTimeoutSecs) * time.Second,
+		WriteStallTimeout:    time.Duration(l.WriteStallTimeoutSecs) * time.Second,
 		HeldBytesMax:         l.MaxHeldBytesPerConnection,
 		Held:                 heldmem.NewPool(l.MaxHeldBytes),
 		InFlight:             heldmem.NewPool(l.MaxHeldBytes),

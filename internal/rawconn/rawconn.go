@@ -44,6 +44,7 @@ type Conn struct {
 	wn      int
 	werrno  syscall.Errno
 	writeFn func(fd uintptr) bool
+	st      stall // the write stall bound (stall.go)
 
 	// Spinning (spin.go): spin bounds how long a read awaiting an answer to this
 	// connection's last write polls the socket before it waits in the poller (0: never).
@@ -118,8 +119,14 @@ func (c *Conn) Write(p []byte) (int, error) {
 	defer c.wmu.Unlock()
 	c.wbuf, c.wn, c.werrno = p, 0, 0
 	err := c.rc.Write(c.writeFn)
+	for err != nil && c.st.bound > 0 && c.stallProgressed(err) {
+		err = c.rc.Write(c.writeFn) // the peer took more: the write goes on where it was
+	}
 	written, errno := c.wn, c.werrno
 	c.wbuf = nil
+	if c.st.bound > 0 {
+		err = c.disarmStall(err)
+	}
 	switch {
 	case err != nil:
 		return written, c.opError("write", err)
@@ -141,6 +148,9 @@ func (c *Conn) rawWrite(fd uintptr) bool {
 			}
 		case syscall.EINTR:
 		case syscall.EAGAIN:
+			if c.st.bound > 0 {
+				c.armStall(fd, c.wn)
+			}
 			return false
 		default:
 			c.werrno = e
@@ -151,6 +161,9 @@ func (c *Conn) rawWrite(fd uintptr) bool {
 }
 
 func (c *Conn) opError(op string, err error) error {
+	if err == ErrWriteStalled {
+		return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
 	if errno, ok := err.(syscall.Errno); ok {
 		err = &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError(op, errno)}
 	}

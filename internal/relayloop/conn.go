@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +31,8 @@ type Conn struct {
 	remote   net.Addr
 	rd, wd   time.Time // deadlines set while lent
 	rdd, wdd bool
+	stall    time.Duration // the write stall bound (SetWriteStall)
+	stalled  atomic.Bool   // a write failed on it (WriteStalled)
 }
 
 // NewConn wraps tc.
@@ -99,11 +102,12 @@ func (c *Conn) get() (*rawconn.Conn, error) {
 		return nil, errors.New("relayloop: a lent socket came back as no TCP connection")
 	}
 	c.tc, c.raw, c.fd = tc, rawconn.New(tc), -1
+	c.raw.SetWriteStall(c.stall)
 	if c.rdd {
 		_ = tc.SetReadDeadline(c.rd)
 	}
 	if c.wdd {
-		_ = tc.SetWriteDeadline(c.wd)
+		_ = c.raw.SetWriteDeadline(c.wd)
 	}
 	return c.raw, nil
 }
@@ -148,8 +152,14 @@ func (c *Conn) Write(b []byte) (int, error) {
 		return n, err
 	}
 	m, err := tc.Write(b[n:])
+	if err != nil && errors.Is(err, rawconn.ErrWriteStalled) {
+		c.stalled.Store(true)
+	}
 	return n + m, err
 }
+
+// WriteStalled reports whether a write failed on the write stall bound (SetWriteStall).
+func (c *Conn) WriteStalled() bool { return c.stalled.Load() }
 
 // lentWait bounds how long a read of a lent socket waits outside Go's poller.
 const lentWait = 2 * time.Millisecond
@@ -244,10 +254,22 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tc != nil {
-		return c.tc.SetWriteDeadline(t)
+		return c.raw.SetWriteDeadline(t) // (which the write stall bound keeps)
 	}
 	c.wd, c.wdd = t, true
 	return nil
+}
+
+// SetWriteStall bounds how long a write of the Go connection may wait with nothing taken by
+// the socket (rawconn's SetWriteStall; the error is rawconn.ErrWriteStalled). A loop writing
+// the lent socket bounds it by its pair's WriteTimeout instead.
+func (c *Conn) SetWriteStall(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stall = d
+	if c.tc != nil {
+		c.raw.SetWriteStall(d)
+	}
 }
 
 // SyscallConn brings a lent socket back (its users poll it through Go).

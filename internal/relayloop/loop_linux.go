@@ -32,6 +32,8 @@ type Loop struct {
 	events []unix.EpollEvent
 	// begun holds the pairs whose A has a message half sent, under a MessageTimeout.
 	begun map[*pair]struct{}
+	// stalled holds the pairs whose bytes for A wait for A's socket, under a WriteTimeout.
+	stalled map[*pair]struct{}
 	// stopped holds the pairs that stopped in this turn, whose buffers go to bufs after it.
 	stopped []*pair
 	bufs    buffers
@@ -113,7 +115,7 @@ func NewWith(bufBytes int, prefer Backend, spin time.Duration) (*Loop, error) {
 		bufBytes = BufferBytesDefault
 	}
 	l := &Loop{epfd: -1, evfd: -1, bufBytes: bufBytes, exited: make(chan struct{}),
-		events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}, spin: spinner{bound: spin}}
+		events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}, stalled: map[*pair]struct{}{}, spin: spinner{bound: spin}}
 	ready := make(chan error, 1)
 	go l.run(ready, chosenBackend(prefer))
 	if err := <-ready; err != nil {
@@ -360,7 +362,7 @@ func (l *Loop) run(ready chan<- error, want Backend) {
 				l.wokeIdle(int(ev.Fd))
 			}
 		}
-		if len(l.begun) > 0 {
+		if len(l.begun) > 0 || len(l.stalled) > 0 {
 			l.expire(time.Now())
 		}
 		if len(l.stopped) > 0 {
@@ -369,8 +371,10 @@ func (l *Loop) run(ready chan<- error, want Backend) {
 	}
 }
 
-// expire stops the pairs whose A left a message half sent for longer than their timeout.
+// expire stops the pairs whose A left a message half sent for longer than their timeout, or
+// whose writes to A made no progress for longer than theirs (expireStalled).
 func (l *Loop) expire(now time.Time) {
+	l.expireStalled(now)
 	for p := range l.begun {
 		if now.Sub(p.begun) >= p.p.MessageTimeout && p.st[AToB].inflight == nil {
 			p.stop(l, Result{Err: ErrMessageTimeout, Side: AToB})
@@ -378,15 +382,19 @@ func (l *Loop) expire(now time.Time) {
 	}
 }
 
-// waitMillis is how long epoll may wait: until the first message timeout, else for ever.
+// waitMillis is how long epoll may wait: until the first message or write timeout, else for
+// ever.
 func (l *Loop) waitMillis() int {
-	if len(l.begun) == 0 {
+	if len(l.begun) == 0 && len(l.stalled) == 0 {
 		return -1
 	}
 	now := time.Now()
 	soonest := time.Duration(1<<63 - 1)
 	for p := range l.begun {
 		soonest = min(soonest, p.p.MessageTimeout-now.Sub(p.begun))
+	}
+	for p := range l.stalled {
+		soonest = min(soonest, p.p.WriteTimeout-now.Sub(p.stalled))
 	}
 	// Rounded up: waking a millisecond late is fine, waking early only loops again.
 	return max(int((soonest+time.Millisecond-1)/time.Millisecond), 0)
@@ -546,6 +554,7 @@ func (l *Loop) forget(p *pair) {
 		l.ends.del(fd)
 	}
 	delete(l.begun, p)
+	delete(l.stalled, p)
 }
 
 // Detach takes c's socket for a loop: it returns a duplicate of its file descriptor (the

@@ -28,6 +28,12 @@ type pair struct {
 	// begunAfter is A's whole count then.
 	begun      time.Time
 	begunAfter int
+	// stalled is when the writes to A last made progress, while bytes for A wait
+	// (WriteTimeout); stalledOut and stalledAcked were BToA's out and A's acknowledged bytes
+	// then (stall_linux.go).
+	stalled      time.Time
+	stalledOut   int
+	stalledAcked uint64
 	// replacement is what a Watch's Replace verdict relays (Handle.Replacing).
 	replacement []byte
 	// On a ring (ring_linux.go): what each socket's receive brought, and whether the pair
@@ -50,6 +56,7 @@ type stream struct {
 	// once what the larger one holds fits there.
 	small   []byte
 	skip    int  // bytes of an unwatched message still to come after buf[s:]
+	out     int  // bytes written to the peer so far (a write stall's progress: stall_linux.go)
 	whole   int  // messages framed whole so far (a count that only tells whether one was)
 	blocked bool // the peer's socket would block: waiting until it is writable
 	held    bool // a Watch said Hold at buf[s:]: not read until Resume
@@ -380,9 +387,7 @@ func (p *pair) flush(l *Loop, d Direction) {
 				st.blocked = true
 				p.update(l)
 			}
-			if d == AToB {
-				p.timeMessage(l)
-			}
+			p.timeDirection(l, d)
 			return
 		}
 		n, e := write(p.fd(1-d), st.buf[st.w:st.s])
@@ -392,9 +397,7 @@ func (p *pair) flush(l *Loop, d Direction) {
 				st.blocked = true
 				p.update(l)
 			}
-			if d == AToB {
-				p.timeMessage(l)
-			}
+			p.timeDirection(l, d)
 			return
 		case e == unix.EINTR:
 			continue
@@ -403,6 +406,7 @@ func (p *pair) flush(l *Loop, d Direction) {
 			return
 		}
 		st.w += n
+		st.out += n
 	}
 	if st.blocked {
 		st.blocked = false
@@ -418,9 +422,7 @@ func (p *pair) flush(l *Loop, d Direction) {
 	if st.unplug && !p.done {
 		p.unplug(l)
 	}
-	if d == AToB {
-		p.timeMessage(l)
-	}
+	p.timeDirection(l, d)
 }
 
 // timeMessage starts A's message clock when what A sent ends inside a message, and stops it

@@ -117,6 +117,11 @@ type Pair struct {
 	// A began a message and did not finish it within MessageTimeout stops with
 	// ErrMessageTimeout. Time between messages, and while A's direction is held, never counts.
 	MessageTimeout time.Duration
+	// WriteTimeout, when set, bounds how long the writes to A may make no progress: a pair
+	// whose bytes for A wait (A's socket full: a client that stopped reading) while A's socket
+	// takes nothing and its peer acknowledges nothing for WriteTimeout stops with
+	// ErrWriteTimeout. A slow reader that keeps reading is never stopped.
+	WriteTimeout time.Duration
 }
 
 // Result is how a pair stopped.
@@ -149,6 +154,10 @@ var ErrUnplugBusy = errors.New("relayloop: unplug while the other direction stil
 // ErrMessageTimeout is a Result's Err (Side AToB) when A left a message half sent for longer
 // than the pair's MessageTimeout.
 var ErrMessageTimeout = errors.New("relayloop: a message was not received whole in time")
+
+// ErrWriteTimeout is a Result's Err (Side BToA) when the writes to A made no progress for
+// longer than the pair's WriteTimeout.
+var ErrWriteTimeout = errors.New("relayloop: the client took nothing of its answer in time (it stopped reading)")
 
 // ErrMalformed is a Result's Err when a Framer found a message shorter than its header.
 var ErrMalformed = errors.New("relayloop: a message is shorter than its header")

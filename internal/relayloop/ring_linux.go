@@ -367,7 +367,7 @@ func (l *Loop) runRing() {
 			l.complete(c)
 		}
 		l.settle()
-		if len(l.begun) > 0 {
+		if len(l.begun) > 0 || len(l.stalled) > 0 {
 			l.expire(time.Now())
 			l.settle()
 		}
@@ -532,6 +532,7 @@ func (l *Loop) sent(p *pair, d Direction, res int32) {
 	st := &p.st[d]
 	if res > 0 {
 		st.w += int(res)
+		st.out += int(res)
 	}
 	// A quiet send the socket did not take whole leaves the rest to a loud one, which waits
 	// for room; a send that went whole lets the stream's next ones be quiet again.

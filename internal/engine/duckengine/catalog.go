@@ -379,6 +379,7 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.qf_mysql_str_to_date_only(s, f) AS CAST(try_strptime(s, f) AS DATE)`,
 	`CREATE MACRO {c}.main.substring_index(s, d, n) AS CASE WHEN n >= 0 THEN array_to_string(string_split(s, d)[1:n], d)
 		ELSE array_to_string(string_split(s, d)[n:], d) END`,
+	`CREATE MACRO {c}.main.qf_mysql_sleep(x) AS CASE WHEN x > 0 THEN coalesce(CAST(pg_sleep(x) AS INTEGER), 0) ELSE 0 END`,
 	`CREATE MACRO {c}.main.qf_mysql_to_days(d) AS CAST(CAST(d AS TIMESTAMP) AS DATE) - DATE '0000-01-01'`,
 	`CREATE MACRO {c}.main.json_unquote(j) AS CASE WHEN json_valid(CAST(j AS VARCHAR)) AND json_type(CAST(j AS VARCHAR)) = 'VARCHAR'
 		THEN json_extract_string(CAST(j AS VARCHAR), '$') ELSE CAST(j AS VARCHAR) END`,
@@ -639,6 +640,7 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 	if q.Protocol == query.ProtocolFlightSQL {
 		s = exactDivision(s, sqltok.Postgres)
 	}
+	s = withOwnSession(q, s) // sessionviews.go
 	if s == q.SQL {
 		return q, nil
 	}

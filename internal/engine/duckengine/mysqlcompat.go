@@ -300,7 +300,7 @@ var mysqlCalls = map[string]bool{"year": true, "month": true, "day": true, "dayo
 	"dayofweek": true, "weekday": true, "week": true, "quarter": true, "hour": true, "minute": true, "second": true,
 	"dayname": true, "monthname": true, "last_day": true, "from_unixtime": true, "time": true, "now": true, "sysdate": true, "localtime": true,
 	"localtimestamp": true, "current_timestamp": true, "utc_timestamp": true, "field": true, "elt": true,
-	"insert": true, "hex": true, "bin": true}
+	"insert": true, "hex": true, "bin": true, "sleep": true}
 
 // mayCallMySQLCall reports cheaply whether sqlText may call one of mysqlCalls, or hold
 // CURRENT_TIMESTAMP, LOCALTIME[STAMP] or DATETIME uncalled.

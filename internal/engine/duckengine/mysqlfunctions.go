@@ -124,6 +124,10 @@ func mysqlFunctionEdits(toks []sqltok.Token) map[int]mysqlEdit {
 			}
 		case "concat": // CONCAT(a, b, ...): NULL when any is (DuckDB's concat skips NULLs; its || does not)
 			concatEdits(toks, i, edit)
+		case "sleep": // SLEEP(seconds): 0, after the wait (a KILL QUERY ends it: 1317)
+			if len(callArgs(toks, i)) == 1 {
+				edit(i, i, "qf_mysql_sleep")
+			}
 		case "to_days":
 			if len(callArgs(toks, i)) == 1 {
 				edit(i, i, "qf_mysql_to_days")

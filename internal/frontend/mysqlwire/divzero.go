@@ -1,6 +1,7 @@
 package mysqlwire
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
@@ -43,10 +44,6 @@ func zeroDivisions(sql string) (rewritten string, perRow int) {
 		return "", 0
 	}
 	toks := sqltok.SignificantTokens(sql, sqltok.MySQL)
-	type edit struct {
-		at, cut int // sql[at:at+cut] is replaced by text
-		text    string
-	}
 	var edits []edit
 	plain, inList, depth := true, true, 0
 	item, itemZeros := 1, false // the select-list item's first token; whether it divides by zero
@@ -88,6 +85,22 @@ func zeroDivisions(sql string) (rewritten string, perRow int) {
 	if perRow == 0 && len(edits) == 0 {
 		return "", 0
 	}
+	if !plain {
+		perRow = 0
+	}
+	return applyEdits(sql, edits), perRow
+}
+
+// edit replaces sql[at:at+cut] by text.
+type edit struct {
+	at, cut int
+	text    string
+}
+
+// applyEdits is sql with edits made, which may come in any order (MOD(x, 0)'s zero is found at
+// MOD, before the divisions inside x) but do not overlap.
+func applyEdits(sql string, edits []edit) string {
+	sort.SliceStable(edits, func(a, b int) bool { return edits[a].at < edits[b].at })
 	var b strings.Builder
 	at := 0
 	for _, e := range edits {
@@ -96,10 +109,7 @@ func zeroDivisions(sql string) (rewritten string, perRow int) {
 		at = e.at + e.cut
 	}
 	b.WriteString(sql[at:])
-	if !plain {
-		perRow = 0
-	}
-	return b.String(), perRow
+	return b.String()
 }
 
 // aliased reports whether the select-list item toks names its column (expr [AS] alias).

@@ -251,7 +251,8 @@ func (h *session) onLoop() (ok bool, err error) {
 		KeepB:          true, // the engine's loop connections come back statement after statement
 		StayB:          true, // and one stays plugged in from statement to statement (Keep)
 		Done:           func(res relayloop.Result) { lr.events <- loopEvent{done: &res} },
-		MessageTimeout: h.s.opts.Limits.MessageTimeout, // as the packet gate's
+		MessageTimeout: h.s.opts.Limits.MessageTimeout,    // as the packet gate's
+		WriteTimeout:   h.s.opts.Limits.WriteStallTimeout, // as the goroutine's writes (BoundWrites)
 	})
 	if err != nil {
 		h.gate.ahead = ahead
@@ -737,6 +738,10 @@ func (h *session) offLoop(lr *loopRun, res relayloop.Result) error {
 	}
 	lost := lr.lost(res)
 	switch {
+	case errors.Is(res.Err, relayloop.ErrWriteTimeout):
+		h.loopWriteStalled = true
+		lr.abort(nil) // the statement is cancelled, its engine connection freed
+		return res.Err
 	case errors.Is(res.Err, relayloop.ErrMessageTimeout):
 		lr.abort(nil)
 		return h.gate.timedOut()

@@ -205,6 +205,8 @@ func (s *Server) Serve(l net.Listener) error {
 	defer s.track(l, false)
 	if s.eventLoop() != nil {
 		l = relayloop.Listener(l) // its sockets may go on the event loop (loop.go)
+	} else {
+		l = rawconn.Listener(l, 0) // sockets whose writes can be bounded (writestall.go)
 	}
 	l = netlimit.PerSource(l, s.opts.Limits.SourceConnectionsMax, refuseTooMany, netlimit.SourceRefused("mysqlwire", s.refusals, s.log))
 	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, refuseTooMany)
@@ -311,6 +313,8 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	_ = c.SetDeadline(time.Time{})
 	netlimit.Authenticated(nc) // no longer in its source's share of the connections before login
+	h.boundWrites()
+	defer h.reportWriteStall()
 	h.metadata = buffered.login.metadata && gate.metadata
 	h.salt = buffered.login.salt
 	buffered.login = nil

@@ -85,6 +85,7 @@ type session struct {
 	gate                     *packetGate
 	lastWasQuery             bool
 	loopGaveBack             bool // the next command read is one the loop handed back
+	loopWriteStalled         bool // the loop ended the client: it stopped reading (writestall.go)
 	loopMisses, loopHandOffs int
 	loopBackoff              int
 	admitted                 *proxy.Admission
@@ -171,6 +172,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		}
 	}
 	req := h.request(sent, args)
+	counted := h.divideOnPostgreSQL(req, sql, sent, args) // divops.go
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.mu.Lock()
 	h.cancel = cancel
@@ -221,6 +223,9 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		return written(), nil
 	}
 	h.failed = false
+	if counted {
+		rows = newDivZeroRows(rows)
+	}
 	res, err := h.answer(ctx, rows, binary)
 	rows.Close()
 	h.settleStatement(guard, sql, h.lastErr)
@@ -247,6 +252,9 @@ func (h *session) request(sql string, args []any) *query.Request {
 // fill sets every field of r to the request of sql (with args) on this client connection.
 func (h *session) fill(r *query.Request, sql string, args []any) {
 	h.fillAs(r, h.withSessionValues(sql), args)
+	if r.SQL != sql {
+		r.ClientSQL = sql // columns are named, and PROCESSLIST shows the statement, as written
+	}
 }
 
 // fillAs is fill of a statement known to name no session value (sql is sent as it is).
@@ -258,6 +266,7 @@ func (h *session) fillAs(r *query.Request, sql string, args []any) {
 		Protocol:         query.ProtocolMySQL,
 		Database:         h.db,
 		ClientAddr:       h.remote,
+		SessionID:        h.conn.ConnectionID(),
 		Headers:          h.headers,
 		LastInsertID:     h.lastInsertID,
 		FoundRows:        h.conn.HasCapability(mysql.CLIENT_FOUND_ROWS),
@@ -638,8 +647,7 @@ func (h *session) writeRows(ctx context.Context, rows query.Rows, binary bool) e
 		}
 		if err == io.EOF {
 			_, n, ws := mysqlengine.SplitWarnings(rows.Tag())
-			if n == 0 && h.divZeros > 0 && answered > 0 {
-				total := answered * h.divZeros
+			if total := answered*h.divZeros + countedZeros(rows); n == 0 && total > 0 {
 				ws, n = divZeroWarnings(total), uint16(min(total, 0xffff))
 			}
 			h.noteWarnings(ws)

@@ -127,6 +127,10 @@ func (c *conn) serve() error {
 		return err
 	}
 	netlimit.Authenticated(c.nc) // no longer in its source's share of the connections before login
+	// A client that stops reading its answers ends once a write makes no progress for this long
+	// (the loop's pairs get it as WriteTimeout): it would hold its engine connection and
+	// capacity slot for as long as it stays connected.
+	netlimit.BoundWrites(c.nc, c.srv.opts.Limits.WriteStallTimeout)
 	if dc, ok := c.srv.backend.(query.DatabaseChecker); ok {
 		if err := dc.CheckDatabase(query.ProtocolPostgres, c.database); err != nil {
 			code, msg := sqlstate.InvalidCatalogName, err.Error()
@@ -526,7 +530,8 @@ func (c *conn) fillRequest(req *query.Request, sql string, args []any) {
 	}
 	*req = query.Request{
 		SQL: sql, Args: args, User: c.user, Protocol: query.ProtocolPostgres,
-		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr, Shape: c.shaped, Sequences: c.sequences,
+		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr, SessionID: c.pid, Shape: c.shaped,
+		Sequences: c.sequences,
 	}
 }
 

@@ -197,7 +197,8 @@ func (c *conn) onLoop() (ok bool, err error) {
 		Unplugged:      lr.unplugged,
 		KeepB:          true, // engine sockets are relayloop.Conns, which release themselves
 		Done:           func(res relayloop.Result) { lr.events <- loopEvent{done: &res} },
-		MessageTimeout: c.srv.opts.Limits.MessageTimeout, // as the goroutine's clientReader
+		MessageTimeout: c.srv.opts.Limits.MessageTimeout,    // as the goroutine's clientReader
+		WriteTimeout:   c.srv.opts.Limits.WriteStallTimeout, // as the goroutine's writes (BoundWrites)
 	})
 	if err != nil {
 		c.cr.ahead = ahead
@@ -931,6 +932,17 @@ func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 	}
 	if errors.Is(res.Err, relayloop.ErrMessageTimeout) {
 		return c.loopMessageTimeout(lr, res)
+	}
+	if errors.Is(res.Err, relayloop.ErrWriteTimeout) {
+		// The client stopped reading: what the engine has yet to answer is cancelled with its
+		// engine connection, and the client's connection ends (writeStalled reports it).
+		if ws != nil {
+			ws.conn.Discard()
+			if len(ws.queue) > 0 {
+				c.finishQueue(res.Err)
+			}
+		}
+		return &ioError{res.Err}
 	}
 	if res.Scanned[relayloop.AToB] > 0 || res.Remaining[relayloop.BToA] > 0 {
 		// Stopped half-way through a message (never at a Pause): nothing can pick it up.

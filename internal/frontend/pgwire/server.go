@@ -9,6 +9,7 @@ package pgwire
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -154,6 +155,8 @@ func (s *Server) Serve(l net.Listener) error {
 	}()
 	if s.eventLoop() != nil {
 		l = relayloop.Listener(l) // its sockets may go on the event loop (loop.go)
+	} else {
+		l = rawconn.Listener(l, 0) // sockets whose writes can be bounded (BoundWrites)
 	}
 	l = netlimit.PerSource(l, s.opts.Limits.SourceConnectionsMax, refuseTooMany, netlimit.SourceRefused("pgwire", s.refusals, s.log))
 	l = netlimit.Listener(l, s.opts.Limits.ConnectionsMax, refuseTooMany)
@@ -223,7 +226,11 @@ func (s *Server) handle(nc net.Conn) {
 		_ = nc.Close()
 	}()
 	c := newConn(s, nc)
-	if err := c.serve(); err != nil && !isClosedErr(err) {
+	err := c.serve()
+	if writeStalled(err) || netlimit.WroteStalled(nc) {
+		netlimit.WriteStalled("pgwire", s.refusals, s.log, nc.RemoteAddr().String(), c.user, s.opts.Limits.WriteStallTimeout)
+	}
+	if err != nil && !isClosedErr(err) {
 		s.log.Debug("pgwire: connection ended", "remote", nc.RemoteAddr().String(), "err", err)
 	}
 }
@@ -261,10 +268,22 @@ func (s *Server) cancel(pid uint32, secret []byte) {
 	s.mu.Lock()
 	c := s.conns[pid]
 	s.mu.Unlock()
-	if c == nil || len(secret) != 4 || binary.BigEndian.Uint32(secret) != c.secret {
+	var want [4]byte
+	if c != nil {
+		binary.BigEndian.PutUint32(want[:], c.secret)
+	}
+	// Compared in constant time: how far a guess matched must not show in how long it took.
+	if c == nil || subtle.ConstantTimeCompare(secret, want[:]) != 1 {
 		return
 	}
 	c.cancelRunning()
+}
+
+// writeStalled reports whether err ended a client that stopped reading its answers: a write
+// on the goroutine (BoundWrites) or on the event loop (Pair.WriteTimeout) made no progress in
+// time.
+func writeStalled(err error) bool {
+	return err != nil && (errors.Is(err, rawconn.ErrWriteStalled) || errors.Is(err, relayloop.ErrWriteTimeout))
 }
 
 func isClosedErr(err error) bool {
