@@ -28,6 +28,15 @@ func literalType(toks []sqltok.Token) string {
 		if p := clockDigits(StringValue(toks[1].Text)); p >= 0 {
 			return "time(" + strconv.Itoa(p) + ")"
 		}
+	case n == 2 && toks[0].Kind == sqltok.Word && numericLiterals[strings.ToLower(toks[0].Text)] && plainString(toks[1]):
+		switch typ := strings.ToLower(toks[0].Text); typ {
+		case "decimal":
+			return DecimalLiteralType(StringValue(toks[1].Text))
+		case "int":
+			return "integer"
+		default:
+			return typ
+		}
 	case n == 2 && isWord(toks[0], "uuid") && plainString(toks[1]):
 		return "uuid"
 	case n == 2 && isWord(toks[0], "json") && plainString(toks[1]):
@@ -38,6 +47,24 @@ func literalType(toks []sqltok.Token) string {
 		}
 	}
 	return ""
+}
+
+// numericLiterals are the types of Trino's numeric typed literals (real '1.5', decimal '1.50').
+var numericLiterals = map[string]bool{"real": true, "double": true, "tinyint": true, "smallint": true, "integer": true,
+	"int": true, "bigint": true, "decimal": true}
+
+// DecimalLiteralType is the Trino type of decimal 'text': decimal(p,s) of its digits, "" for a
+// text that is not a decimal's.
+func DecimalLiteralType(text string) string {
+	text = strings.TrimSpace(text)
+	digits := strings.TrimLeft(text, "+-")
+	if len(text)-len(digits) > 1 || digits == "" || strings.Trim(digits, "0123456789.") != "" || strings.Count(digits, ".") > 1 || digits == "." {
+		return ""
+	}
+	if !strings.Contains(digits, ".") {
+		digits += "."
+	}
+	return numberType(digits)
 }
 
 // plainString reports whether t is a whole '...' string literal (not X'..', not E'..').

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/internal/trinopg"
 )
 
 // Trino's `a / b` of two integers is integer division (truncated toward zero), MariaDB's a
@@ -19,10 +20,14 @@ import (
 // Table is a table a statement names: its schema ("" for the session's) and name, lower case.
 type Table struct{ Schema, Name string }
 
-// Columns is what the catalog says of a statement's tables: by table, by column name (lower
-// case), whether the column is an integer as Trino reads it (TINYINT(1), Trino's boolean, and
-// BIGINT UNSIGNED, Trino's decimal(20,0), are not). A table it does not hold is unknown.
-type Columns map[Table]map[string]bool
+// Columns is what the catalog says of a statement's tables. Integer: by table, by column name
+// (lower case), whether the column is an integer as Trino reads it (TINYINT(1), Trino's
+// boolean, and BIGINT UNSIGNED, Trino's decimal(20,0), are not); a table it does not hold is
+// unknown. Order: by table, its columns' names as the catalog writes them, in order.
+type Columns struct {
+	Integer map[Table]map[string]bool
+	Order   map[Table][]string
+}
 
 // Translation is a Trino client's statement as MariaDB runs it (SQL), and the tables whose
 // columns' types would change it (Tables: the engine asks its catalog, then calls WithColumns).
@@ -140,7 +145,7 @@ func tableAt(toks []sqltok.Token, i int, ctes map[string]bool) (fromRef, int) {
 // worth asking the catalog of.
 type integerResolver struct {
 	toks       []sqltok.Token
-	columns    Columns
+	columns    *Columns
 	optimistic bool
 	named      bool
 	read       bool
@@ -181,7 +186,7 @@ func (r *integerResolver) integerName(lo, hi int) bool {
 		if qualifier != "" && ref.visible != qualifier {
 			continue
 		}
-		cols, known := r.columns[ref.table]
+		cols, known := r.columns.Integer[ref.table]
 		if ref.derived || !known {
 			return false // it may be the name of this reference's column
 		}
@@ -215,7 +220,7 @@ func aliasedAnywhere(toks []sqltok.Token, col string) bool {
 // column operand; nil when none has.
 func tablesToAsk(toks []sqltok.Token) []Table {
 	r := &integerResolver{toks: toks, optimistic: true}
-	if integerDivisions(toks, r); !r.named {
+	if integerDivisions(toks, r); !r.named && !starPositions(toks) {
 		return nil
 	}
 	refs, _ := statementTables(toks)
@@ -245,6 +250,7 @@ func CatalogQuery(tables []Table) string {
 		}
 		b.WriteString("(TABLE_SCHEMA = " + schema + " AND TABLE_NAME = " + mariaString(t.Name) + ")")
 	}
+	b.WriteString(" ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION")
 	return b.String()
 }
 
@@ -257,9 +263,9 @@ func mariaString(s string) string {
 // column, DATA_TYPE, COLUMN_TYPE) as Columns; every table asked is known, its columns those
 // the rows name (none: a table the catalog has not, whose names resolve nowhere).
 func ReadCatalog(tables []Table, rows [][]string) Columns {
-	out := Columns{}
+	out := Columns{Integer: map[Table]map[string]bool{}, Order: map[Table][]string{}}
 	for _, t := range tables {
-		out[t] = map[string]bool{}
+		out.Integer[t] = map[string]bool{}
 	}
 	for _, r := range rows {
 		if len(r) < 6 {
@@ -273,10 +279,11 @@ func ReadCatalog(tables []Table, rows [][]string) Columns {
 			if t.Schema == "" && r[0] != "1" {
 				continue
 			}
-			cols, ok := out[t]
+			cols, ok := out.Integer[t]
 			if !ok {
 				continue
 			}
+			out.Order[t] = append(out.Order[t], r[3])
 			if was, has := cols[col]; has && was != integer {
 				integer = false // two tables of one name (by case): sure only when both agree
 			}
@@ -288,3 +295,40 @@ func ReadCatalog(tables []Table, rows [][]string) Columns {
 
 // integerColumnTypes are MariaDB's integer DATA_TYPEs.
 var integerColumnTypes = map[string]bool{"tinyint": true, "smallint": true, "mediumint": true, "int": true, "bigint": true}
+
+// starPositions reports whether toks is a query whose select list is * alone (or t.*) and
+// whose ORDER BY names a column by its position: the catalog's order of the table's columns
+// names it (sortNulls).
+func starPositions(toks []sqltok.Token) bool {
+	los, his := trinopg.ItemBounds(toks)
+	if len(los) != 1 || toks[his[0]-1].Text != "*" {
+		return false
+	}
+	for _, k := range trinopg.SortKeys(toks) {
+		if k.Hi-k.Lo == 1 && toks[k.Lo].Kind == sqltok.Number {
+			return true
+		}
+	}
+	return false
+}
+
+// starColumn is the name of the column at place n (from 0) of a SELECT * of the statement's one
+// table, as the catalog orders them; "" when the statement reads more than one table, a derived
+// one, or one the catalog does not hold.
+func (r *integerResolver) starColumn(n int) string {
+	if r == nil || r.optimistic || r.columns == nil {
+		return ""
+	}
+	if !r.read {
+		r.refs, r.with = statementTables(r.toks)
+		r.read = true
+	}
+	if r.with || len(r.refs) != 1 || r.refs[0].derived {
+		return ""
+	}
+	order := r.columns.Order[r.refs[0].table]
+	if n < 0 || n >= len(order) {
+		return ""
+	}
+	return order[n]
+}

@@ -20,7 +20,8 @@ import (
 
 // sortNulls writes toks' sort keys so that MariaDB sorts their NULLs as Trino does. text, pre and
 // post are the tokens' translations so far; gaps[i] is the text before toks[i].
-func sortNulls(toks []sqltok.Token, text, pre, post, gaps []string) {
+// star names the column at a place (from 0) of a SELECT * ("" when not known).
+func sortNulls(toks []sqltok.Token, text, pre, post, gaps []string, star func(n int) string) {
 	keys := trinopg.SortKeys(toks)
 	if len(keys) == 0 {
 		return
@@ -37,7 +38,18 @@ func sortNulls(toks []sqltok.Token, text, pre, post, gaps []string) {
 			continue
 		}
 		key := strings.TrimSpace(joined(k.Lo, k.Hi, text, pre, post, gaps))
-		if n := itemOf(toks, k.Lo, k.Hi, itemLos, itemHis); n >= 0 && depthAt(toks, k.Lo) == 0 {
+		if len(itemLos) == 1 && toks[itemHis[0]-1].Text == "*" && k.Hi-k.Lo == 1 && toks[k.Lo].Kind == sqltok.Number && depthAt(toks, k.Lo) == 0 {
+			// ORDER BY n of SELECT *: the table's nth column, by its name
+			place, err := strconv.Atoi(toks[k.Lo].Text)
+			name := ""
+			if err == nil && !setOp {
+				name = star(place - 1)
+			}
+			if name == "" {
+				continue
+			}
+			key = backtick(name)
+		} else if n := itemOf(toks, k.Lo, k.Hi, itemLos, itemHis); n >= 0 && depthAt(toks, k.Lo) == 0 {
 			lo, hi := itemLos[n], expressionEnd(toks, itemLos[n], itemHis[n])
 			switch {
 			case toks[hi-1].Text == "*":

@@ -48,6 +48,9 @@ func Translate(sqlText string, s Session) Translation {
 		return out
 	}
 	out := lexical(sqlText, nil)
+	if what := arrayUse(sqlText); what != "" {
+		out = Translation{SQL: notSupported("Trino's arrays (" + what + ") are not supported on a MariaDB engine")}
+	}
 	if len(sqlText) <= cachedSQLMax {
 		cache.Put(sqlText, out)
 	}
@@ -60,14 +63,51 @@ func WithColumns(sqlText string, s Session, cols Columns) string {
 	if sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "show", "describe", "desc") {
 		return SQL(sqlText, s)
 	}
-	return lexical(sqlText, cols).SQL
+	if what := arrayUse(sqlText); what != "" {
+		return notSupported("Trino's arrays (" + what + ") are not supported on a MariaDB engine")
+	}
+	return lexical(sqlText, &cols).SQL
+}
+
+// arrayFunctions are Trino's functions of arrays (MariaDB has no arrays).
+var arrayFunctions = map[string]bool{"split": true, "cardinality": true, "element_at": true, "contains": true, "array_join": true,
+	"array_agg": true, "array_distinct": true, "array_max": true, "array_min": true, "array_position": true, "array_sort": true,
+	"sequence": true, "transform": true, "filter": true, "reduce": true, "zip": true, "flatten": true, "slice": true, "unnest": true}
+
+// arrayUse names the first array a Trino statement makes or reads (array[...], an array
+// function's call, a cast to array(...)), "" for none.
+func arrayUse(sqlText string) string {
+	if !sqltok.ContainsFold(sqlText, "array") && strings.IndexByte(sqlText, '(') < 0 {
+		return ""
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.Trino)
+	for i := 0; i+1 < len(toks); i++ {
+		t := toks[i]
+		if t.Kind != sqltok.Word || i > 0 && (toks[i-1].Text == "." || toks[i-1].IsWord("into", "table", "from", "join", "update", "exists", "function")) {
+			continue // a name's part, a table's name
+		}
+		name := strings.ToLower(t.Text)
+		switch next := toks[i+1].Text; {
+		case name == "array" && (next == "[" || next == "("):
+			return name + next + "..." + map[string]string{"[": "]", "(": ")"}[next]
+		case arrayFunctions[name] && next == "(" && !(name == "filter" && i > 0 && toks[i-1].Text == ")"): // not an aggregate's FILTER (WHERE ...)
+			return name + "(...)"
+		}
+	}
+	return ""
+}
+
+// notSupported is a MariaDB statement that fails with SQLSTATE 0A000 (Trino's NOT_SUPPORTED)
+// and message.
+func notSupported(message string) string {
+	return "SIGNAL SQLSTATE '0A000' SET MYSQL_ERRNO = 1235, MESSAGE_TEXT = " + mariaString(message)
 }
 
 // lexical rewrites what MariaDB's default sql_mode reads otherwise than Trino: quoted names,
 // backslashes in strings, and the || operator. The text between tokens (blanks, comments) is
 // kept. cols are the catalog's column types (nil: not asked; then Tables names the tables to
 // ask of, if a division has a column operand).
-func lexical(sqlText string, cols Columns) Translation {
+func lexical(sqlText string, cols *Columns) Translation {
 	all := sqltok.Tokenize(sqlText, sqltok.Trino)
 	var toks []sqltok.Token
 	changed := false
@@ -76,8 +116,8 @@ func lexical(sqlText string, cols Columns) Translation {
 			toks = append(toks, t)
 			changed = changed || t.Kind == sqltok.QuotedIdent || t.Text == "||" ||
 				t.Kind == sqltok.String && strings.Contains(t.Text, `\`) || t.IsWord("date_add") || t.IsWord("date_diff") ||
-				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast") || t.IsWord("uuid") || t.IsWord("json") || t.IsWord("interval") || t.IsWord("row") || t.IsWord("order") || t.IsWord("table") ||
-				t.Kind == sqltok.Word && callForms[strings.ToLower(t.Text)].write != nil
+				t.IsWord("offset") || t.IsWord("all") || t.IsWord("cast") || t.Kind == sqltok.Word && numericLiteralTypes[strings.ToLower(t.Text)] != "" || t.IsWord("uuid") || t.IsWord("json") || t.IsWord("interval") || t.IsWord("row") || t.IsWord("order") || t.IsWord("table") ||
+				t.Kind == sqltok.Word && isCallForm(t.Text)
 		}
 	}
 	query := sqltok.FirstKeywordIs(sqlText, sqltok.Trino, "select", "with")
@@ -89,7 +129,7 @@ func lexical(sqlText string, cols Columns) Translation {
 	var tables []Table
 	if cols != nil {
 		names = &integerResolver{toks: toks, columns: cols}
-	} else if strings.Contains(sqlText, "/") {
+	} else if strings.Contains(sqlText, "/") || strings.Contains(sqlText, "*") {
 		tables = tablesToAsk(toks)
 	}
 	divides := integerDivisions(toks, names)
@@ -124,7 +164,7 @@ func lexical(sqlText string, cols Columns) Translation {
 	if changed {
 		gaps := gapsOf(sqlText, toks)
 		calls(toks, text, pre, post, gaps)
-		sortNulls(toks, text, pre, post, gaps)
+		sortNulls(toks, text, pre, post, gaps, names.starColumn)
 	}
 	for k, n := range places { // Trino's name of an unaliased expression, MariaDB's its text
 		post[lasts[k]] += " AS _col" + strconv.Itoa(n)
@@ -503,7 +543,7 @@ var integerFunctions = map[string]bool{"count": true, "length": true, "char_leng
 // time are MariaDB's as written.
 func castTypes(toks []sqltok.Token, text []string) {
 	for i := 0; i+1 < len(toks); i++ {
-		if !toks[i].IsWord("cast") || toks[i+1].Text != "(" {
+		if !toks[i].IsWord("cast", "try_cast") || toks[i+1].Text != "(" {
 			continue
 		}
 		end := closing(toks, i+1, "(", ")") // after the closing parenthesis
@@ -547,6 +587,16 @@ func typedLiterals(toks []sqltok.Token, text, pre, post []string) {
 			continue
 		}
 		switch {
+		case toks[i].Kind == sqltok.Word && numericLiteralTypes[strings.ToLower(toks[i].Text)] != "":
+			typ := numericLiteralTypes[strings.ToLower(toks[i].Text)]
+			if typ == "DECIMAL" {
+				d := trinodecl.DecimalLiteralType(trinodecl.StringValue(toks[i+1].Text))
+				if !strings.HasPrefix(d, "decimal(") {
+					continue // not a decimal's text: MariaDB's error as written
+				}
+				typ = strings.ToUpper(d)
+			}
+			text[i], pre[i+1], post[i+1] = "", "CAST(", " AS "+typ+")"
 		case toks[i].IsWord("uuid"):
 			text[i], pre[i+1], post[i+1] = "", "CAST(", " AS UUID)"
 		case toks[i].IsWord("json"):
@@ -554,6 +604,12 @@ func typedLiterals(toks []sqltok.Token, text, pre, post []string) {
 		}
 	}
 }
+
+// numericLiteralTypes are MariaDB's cast types of Trino's numeric typed literals (real '1.5',
+// bigint '7', decimal '1.50'), which MariaDB has not: a decimal's precision and scale are its
+// text's.
+var numericLiteralTypes = map[string]string{"real": "FLOAT", "double": "DOUBLE", "tinyint": "SIGNED", "smallint": "SIGNED",
+	"integer": "SIGNED", "int": "SIGNED", "bigint": "SIGNED", "decimal": "DECIMAL"}
 
 // intervalItems writes a select item that is a Trino interval literal (interval '2' day,
 // interval '1-2' year to month), which MariaDB has only inside date arithmetic, as its value's

@@ -142,11 +142,11 @@ func TestCallsAndColumnTypes(t *testing.T) {
 // A division of columns is Trino's integer division when the catalog says both are integers and
 // the name cannot be anything else; the tables asked are the statement's.
 func TestDivisionsOfColumns(t *testing.T) {
-	cols := Columns{
+	cols := &Columns{Integer: map[Table]map[string]bool{
 		{Name: "t"}:              {"a": true, "b": true, "d": false, "flag": false},
 		{Name: "u"}:              {"a": true, "c": true, "d": true},
 		{Schema: "s", Name: "v"}: {"a": false, "e": true},
-	}
+	}}
 	for _, c := range []struct {
 		in, want string
 		tables   []Table
@@ -193,8 +193,52 @@ func TestReadCatalog(t *testing.T) {
 		{"1", "shop", "t", "c", "bigint", "bigint(20) unsigned"}, {"1", "shop", "t", "d", "decimal", "decimal(10,0)"},
 		{"0", "s", "v", "e", "mediumint", "mediumint(9)"}, {"1", "shop", "t", "f", "smallint", "smallint(6) unsigned"},
 	})
-	want := Columns{{Name: "t"}: {"a": true, "b": false, "c": false, "d": false, "f": true}, {Schema: "s", Name: "v"}: {"e": true}, {Name: "gone"}: {}}
+	want := Columns{Integer: map[Table]map[string]bool{{Name: "t"}: {"a": true, "b": false, "c": false, "d": false, "f": true},
+		{Schema: "s", Name: "v"}: {"e": true}, {Name: "gone"}: {}},
+		Order: map[Table][]string{{Name: "t"}: {"A", "b", "c", "d", "f"}, {Schema: "s", Name: "v"}: {"e"}}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v\nwant %v", got, want)
+	}
+}
+
+func TestTrinoFunctionsWritten(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`select date_trunc('month', ts) m from t`, `select ((ts) - INTERVAL (DAYOFMONTH((ts)) - 1) DAY - INTERVAL (TIME_TO_SEC((ts))) SECOND) m from t`},
+		{`select date_trunc('year', date '2024-05-17') y`, `select ((date '2024-05-17') - INTERVAL (DAYOFYEAR((date '2024-05-17')) - 1) DAY) y`},
+		{`select date_trunc(u, ts) m from t`, `select date_trunc(u, ts) m from t`},
+		{`select format_datetime(ts, 'yyyy-MM-dd''T''HH:mm:ss.SSS') f from t`,
+			`select CONCAT(DATE_FORMAT((ts), '%Y-%m-%dT%H:%i:%s.'), LEFT(DATE_FORMAT((ts), '%f'), 3)) f from t`},
+		{`select format_datetime(ts, 'EEE, d MMM yyyy ''at'' h a, 100%') f from t`, `select DATE_FORMAT((ts), '%a, %e %b %Y at %l %p, 100%%') f from t`},
+		{`select format_datetime(ts, 'G yyyy') f from t`, `select format_datetime(ts, 'G yyyy') f from t`},
+		{`select real '1.5' r, decimal '-1.50' d, bigint '7' b, decimal 'x' x`, `select CAST('1.5' AS FLOAT) r, CAST('-1.50' AS DECIMAL(3,2)) d, CAST('7' AS SIGNED) b, decimal 'x' x`},
+		{`select cardinality(split(s, ',')) from t`, `SIGNAL SQLSTATE '0A000' SET MYSQL_ERRNO = 1235, MESSAGE_TEXT = 'Trino''s arrays (cardinality(...)) are not supported on a MariaDB engine'`},
+		{`insert into contains (a) values (1)`, `insert into contains (a) values (1)`},
+		{`select count(*) filter (where a > 1) from t`, `select count(*) filter (where a > 1) AS _col0 from t`},
+		{`select try_cast('12' as integer) i from t`, `select (CASE WHEN CAST(('12') AS CHAR) REGEXP '^\\s*[+-]?\\d{1,9}\\s*$' THEN CAST(('12') AS SIGNED) END) i from t`},
+	} {
+		if got := SQL(c.in, Session{}); strings.Join(strings.Fields(got), " ") != c.want {
+			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)
+		}
+	}
+}
+
+// ORDER BY n of SELECT * of one table sorts NULLs last through the catalog's nth column; not
+// where the table is not one known, or a set operation's.
+func TestStarPositionsSortNulls(t *testing.T) {
+	cols := &Columns{Integer: map[Table]map[string]bool{{Name: "t"}: {}, {Name: "u"}: {}},
+		Order: map[Table][]string{{Name: "t"}: {"id", "A b", "c"}, {Name: "u"}: {"x"}}}
+	for _, c := range []struct{ in, want string }{
+		{`select * from t order by 2, 3 desc, 1 nulls first`, "select * from t order by `A b` IS NULL, 2, 3 desc, 1  "},
+		{`select t.* from t order by 3 desc nulls first`, "select t.* from t order by `c` IS NULL DESC, 3 desc  "},
+		{`select * from t, u order by 2`, `select * from t, u order by 2`},
+		{`select * from t order by 9`, `select * from t order by 9`},
+		{`select * from t union all select * from t order by 2`, `select * from t union all select * from t order by 2`},
+	} {
+		if !slices.Equal(lexical(c.in, nil).Tables, []Table{{Name: "t"}}) && c.in != `select * from t, u order by 2` && !strings.Contains(c.in, "union") {
+			t.Errorf("%s: tables %v", c.in, lexical(c.in, nil).Tables)
+		}
+		if got := lexical(c.in, cols).SQL; got != c.want {
+			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)
+		}
 	}
 }

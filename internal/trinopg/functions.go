@@ -41,6 +41,7 @@ func init() {
 		"cardinality": cardinality, "from_unixtime": fromUnixtime, "to_unixtime": toUnixtime,
 		"current_timezone": currentTimezone, "array_join": arrayJoin, "regexp_like": regexpLike,
 		"row": rowOf, "strpos": strpos, "approx_distinct": approxDistinct, "json_extract_scalar": jsonExtractScalar,
+		"format_datetime": formatDatetime, "date_trunc": dateTrunc,
 	}
 	for name, field := range extractFields { //determinism:ok fills a map; no key is set twice
 		functions[name] = extractOf(field)
@@ -330,7 +331,14 @@ func tryCast(r *rewriter, args []span) (string, bool) {
 	text := "CAST(" + value + " AS text)"
 	// The text is cast, NULL when invalid: a CASE around the cast itself would not keep
 	// PostgreSQL from folding a constant's failing cast while planning.
-	fromText := "CAST(CASE WHEN " + text + " ~* '" + re + "' THEN " + text + " END AS " + pg + ")"
+	valid := text + " ~* '" + re + "'"
+	if base == "date" { // a day past its month's end (2024-02-30) fails PostgreSQL's cast: NULL, as Trino's try_cast
+		part := func(re string) string { return "CAST(substring(" + text + " from '" + re + "') AS int)" }
+		y, m, d := part(`^\s*(\d{4})`), part(`^\s*\d{4}-(\d\d?)`), part(`-(\d\d?)\s*$`)
+		valid += " AND " + m + " BETWEEN 1 AND 12 AND " + d + " BETWEEN 1 AND extract(day from make_date(greatest(" + y +
+			", 1), least(greatest(" + m + ", 1), 12), 1) + interval '1 month - 1 day')"
+	}
+	fromText := "CAST(CASE WHEN " + valid + " THEN " + text + " END AS " + pg + ")"
 	bounds, integral := integerBounds[base]
 	if !integral || x.hi-x.lo == 1 && r.toks[x.lo].Kind == sqltok.String {
 		return fromText, true
@@ -342,6 +350,17 @@ func tryCast(r *rewriter, args []span) (string, bool) {
 	return "CASE WHEN pg_typeof" + value + " IN ('numeric'::regtype, 'double precision'::regtype, 'real'::regtype) " +
 		"THEN CAST(CASE WHEN " + rounded + " BETWEEN " + bounds + " THEN " + rounded + " END AS " + pg + ") ELSE " + fromText + " END", true
 }
+
+// TryCastText is the text (a regular expression, \s and \d as PCRE reads them) a cast to the
+// Trino type base reads, and for an integer type the values it holds (BETWEEN's operands);
+// ok is false for a type whose text this does not read.
+func TryCastText(base string) (re, bounds string, ok bool) {
+	re, ok = validText[base]
+	return re, integerBounds[base], ok
+}
+
+// NumberText is the text of a number, as a regular expression.
+const NumberText = number
 
 // integerBounds are the values each integer type holds, as BETWEEN's operands.
 var integerBounds = map[string]string{"tinyint": "-128 AND 127", "smallint": "-32768 AND 32767",

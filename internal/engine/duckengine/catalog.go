@@ -717,7 +717,7 @@ func pgCompatCalls(q *query.Request) (string, bool) {
 	offsets := q.Protocol == query.ProtocolPostgres && holdsOffsetTimestamp(q.SQL)
 	precision := q.Protocol == query.ProtocolTrino && holdsTimePrecision(q.SQL)
 	subscript := q.Protocol == query.ProtocolTrino && strings.Contains(q.SQL, "[")
-	fraction := q.Protocol == query.ProtocolTrino && holdsZeroFraction(q.SQL)
+	fraction := q.Protocol == query.ProtocolTrino && (holdsZeroFraction(q.SQL) || containsFold(q.SQL, "decimal"))
 	rows := q.Protocol == query.ProtocolTrino && holdsRow(q.SQL)
 	zones := q.Protocol == query.ProtocolTrino && holdsZone(q.SQL)
 	if !needsCompat(q.SQL) && !quoteAt && !settings && !callsRenamed(q, functions) && !binary && !jsonOps && !regex && session == nil &&
@@ -1008,7 +1008,7 @@ func (w *compatWriter) step() {
 	if w.jsonOps && t.Kind == sqltok.Operator && w.jsonOperator() {
 		return
 	}
-	if w.trino && t.Kind == sqltok.Word && (w.zones && w.trinoZoned() || w.timePrecisionType() || w.trinoTimestamp() || w.trinoInterval() || w.rows && w.trinoRow()) {
+	if w.trino && t.Kind == sqltok.Word && (w.zones && w.trinoZoned() || w.timePrecisionType() || w.trinoTimestamp() || w.trinoInterval() || w.trinoDecimal() || w.rows && w.trinoRow()) {
 		return
 	}
 	if w.trino && w.trinoSubscript() {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/internal/trinodecl"
 )
 
 // Trino writes a timestamp's and a time's precision in the type, timestamp(3) (the precision
@@ -260,4 +261,25 @@ func duckIntervalText(text, from, last string) (string, bool) {
 		return "(-INTERVAL '" + duck + "')", true
 	}
 	return "INTERVAL '" + duck + "'", true
+}
+
+// trinoDecimal writes Trino's decimal literal at w.i, decimal '-1.50', as DuckDB's decimal of
+// Trino's type for it, CAST('-1.50' AS DECIMAL(3,2)) (DuckDB reads the literal as a
+// DECIMAL(18,3)); it reports whether it wrote anything (not for a text that is no decimal's:
+// DuckDB's error then).
+func (w *compatWriter) trinoDecimal() bool {
+	if w.word(w.i) != "decimal" || w.word(w.prevSig(w.i)) == "." {
+		return false
+	}
+	lit := w.sig(w.i+1, 0)
+	if lit < 0 || w.toks[lit].Kind != sqltok.String || w.toks[lit].Unterminated || !strings.HasPrefix(w.toks[lit].Text, "'") {
+		return false
+	}
+	typ := trinodecl.DecimalLiteralType(trinodecl.StringValue(w.toks[lit].Text))
+	if typ == "" {
+		return false
+	}
+	w.emit("CAST(" + w.toks[lit].Text + " AS " + strings.ToUpper(typ) + ")")
+	w.i = lit + 1
+	return true
 }

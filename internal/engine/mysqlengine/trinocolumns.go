@@ -43,7 +43,7 @@ func catalogColumns(ctx context.Context, c *client.Conn, tables []trinomy.Table)
 	res, err := c.Execute(trinomy.CatalogQuery(tables))
 	stop()
 	if err != nil {
-		return nil, false
+		return trinomy.Columns{}, false
 	}
 	defer res.Close()
 	rows := make([][]string, 0, len(res.Values))

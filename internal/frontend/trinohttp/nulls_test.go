@@ -115,13 +115,33 @@ func TestTrinoNullsSortLastOnEveryEngine(t *testing.T) {
 // trinoOnEveryEngine is a trino-go-client connection, by engine, to a server in front of each:
 // PostgreSQL and MariaDB (databases of their own) and the embedded DuckDB.
 func trinoOnEveryEngine(t *testing.T) map[string]*sql.DB {
-	maria, _, dbName := frontendtest.MariaDB(t)
-	return map[string]*sql.DB{
-		"postgres": openTrino(t, trino.Config{ServerURI: "http://alice@" + startServer(t, postgresBackend(t), Options{}).addr}),
-		"mariadb": openTrino(t, trino.Config{ServerURI: "http://alice@" + startServer(t, frontendtest.NewBackend(maria), Options{}).addr,
-			Catalog: "maria", Schema: dbName}),
-		"duckdb": openTrino(t, trino.Config{ServerURI: "http://alice@" + startServer(t, duckBackend(t), Options{}).addr}),
+	out := map[string]*sql.DB{}
+	for name, s := range trinoServersOnEveryEngine(t) {
+		out[name] = s.db
 	}
+	return out
+}
+
+// trinoServer is a Trino server in front of one engine, a trino-go-client connection to it,
+// and the catalog and schema the connection names.
+type trinoServer struct {
+	db                    *sql.DB
+	addr, catalog, schema string
+}
+
+// trinoServersOnEveryEngine is trinoOnEveryEngine's servers, for clients other than trino-go-client.
+func trinoServersOnEveryEngine(t *testing.T) map[string]trinoServer {
+	maria, _, dbName := frontendtest.MariaDB(t)
+	out := map[string]trinoServer{}
+	for name, s := range map[string]trinoServer{
+		"postgres": {addr: startServer(t, postgresBackend(t), Options{}).addr},
+		"mariadb":  {addr: startServer(t, frontendtest.NewBackend(maria), Options{}).addr, catalog: "maria", schema: dbName},
+		"duckdb":   {addr: startServer(t, duckBackend(t), Options{}).addr},
+	} {
+		s.db = openTrino(t, trino.Config{ServerURI: "http://alice@" + s.addr, Catalog: s.catalog, Schema: s.schema})
+		out[name] = s
+	}
+	return out
 }
 
 func sqlInt(n *int) string {
@@ -164,6 +184,45 @@ func TestTrinoNullsSortLastInSetOperationsAndGroups(t *testing.T) {
 		for name, db := range engines {
 			if got := read(db, q); got != want {
 				t.Errorf("%s: %s: %s, want %s (DuckDB's)", name, q, got, want)
+			}
+		}
+	}
+}
+
+// TestTrinoNullsSortLastForSelectStarPositions: ORDER BY n of a SELECT * sorts NULLs where Trino
+// does on every engine (MariaDB through the catalog's nth column of the table).
+func TestTrinoNullsSortLastForSelectStarPositions(t *testing.T) {
+	engines := trinoOnEveryEngine(t)
+	var values []string
+	for _, r := range nullsRows {
+		values = append(values, fmt.Sprintf("(%d, %s, %s)", *r[0], sqlInt(r[1]), sqlInt(r[2])))
+	}
+	for _, db := range engines {
+		mustExec(t, db, `create table ns (id integer, a integer, b integer)`)
+		mustExec(t, db, `insert into ns values `+strings.Join(values, ", "))
+	}
+	for _, c := range []struct {
+		order string
+		keys  []sortKey
+	}{
+		{"2, 1", []sortKey{{col: 1}}},
+		{"3 desc nulls first, 2, 1", []sortKey{{col: 2, dir: "desc", nulls: "nulls first"}, {col: 1}}},
+		{"3 desc, 2 asc nulls last, 1", []sortKey{{col: 2, dir: "desc"}, {col: 1}}},
+	} {
+		want := trinoOrder(c.keys)
+		for name, db := range engines {
+			for _, q := range []string{"select * from ns order by " + c.order, "select ns.* from ns order by " + c.order} {
+				rows, err := db.Query(q)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", name, q, err)
+				}
+				var ids []string
+				for _, r := range scanAll(t, rows) {
+					ids = append(ids, fmt.Sprint(r[0]))
+				}
+				if got := strings.Join(ids, " "); got != want {
+					t.Errorf("%s: %s: ids %s, want %s", name, q, got, want)
+				}
 			}
 		}
 	}
