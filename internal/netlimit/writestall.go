@@ -17,18 +17,28 @@ type writeStaller interface{ SetWriteStall(time.Duration) }
 // client fails (rawconn.ErrWriteStalled). False when c has no such socket (a Unix socket, a
 // test's pipe): its writes stay unbounded.
 func BoundWrites(c net.Conn, d time.Duration) bool {
+	s, ok := socketUnder[writeStaller](c)
+	if ok {
+		s.SetWriteStall(d)
+	}
+	return ok
+}
+
+// socketUnder is the first of c and the connections under it (NetConn, TLS's included) that is
+// a T.
+func socketUnder[T any](c net.Conn) (T, bool) {
 	for range 8 {
-		if s, ok := c.(writeStaller); ok {
-			s.SetWriteStall(d)
-			return true
+		if s, ok := c.(T); ok {
+			return s, true
 		}
 		w, ok := c.(interface{ NetConn() net.Conn })
 		if !ok {
-			return false
+			break
 		}
 		c = w.NetConn()
 	}
-	return false
+	var none T
+	return none, false
 }
 
 // WriteStalled reports a client ended because it stopped reading its answer: counted on
@@ -44,15 +54,6 @@ func WriteStalled(frontend string, refusals *prometheus.CounterVec, log *slog.Lo
 
 // WroteStalled reports whether a write to the socket under c failed on its write stall bound.
 func WroteStalled(c net.Conn) bool {
-	for range 8 {
-		if s, ok := c.(interface{ WriteStalled() bool }); ok {
-			return s.WriteStalled()
-		}
-		w, ok := c.(interface{ NetConn() net.Conn })
-		if !ok {
-			return false
-		}
-		c = w.NetConn()
-	}
-	return false
+	s, ok := socketUnder[interface{ WriteStalled() bool }](c)
+	return ok && s.WriteStalled()
 }
