@@ -699,7 +699,7 @@ func pgCompat(q *query.Request) string {
 // pgCompatCalls is pgCompat's rewrite, and whether a PostgreSQL client's statement calls
 // setval (found in the same pass, so that no other statement is scanned for it again).
 func pgCompatCalls(q *query.Request) (string, bool) {
-	q = pgLikeEscapes(q) // pglike.go
+	q = pgVarcharCasts(pgLikeEscapes(q)) // pglike.go, pgvarcharfit.go
 	// A MySQL client's at is mysqlCompat's to quote, its way.
 	quoteAt := !isMySQL(q) && holdsWordAt(q.SQL)
 	settings := mayReadPGSettings(q)

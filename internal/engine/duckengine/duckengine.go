@@ -521,7 +521,11 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		e.noteFatal(err)
 		return rows, e.checkViolation(ctx, client, err) // a COPY's row (pgcheckerror.go)
 	}
-	q = pgInsertDefaults(ctx, conn, client, q)                      // pginsertdefaults.go
+	q = pgInsertDefaults(ctx, conn, client, q)                  // pginsertdefaults.go
+	if q, err = pgFitValues(ctx, conn, client, q); err != nil { // pgvarcharfit.go
+		release(conn, true)
+		return nil, err
+	}
 	if q, err = e.identityWrite(ctx, conn, client, q); err != nil { // pgidentity.go
 		release(conn, true)
 		return nil, err
@@ -765,6 +769,9 @@ func duckError(t duckdb.ErrorType, msg string) *query.Error {
 	}
 	if t == duckdb.ErrorTypeConstraint {
 		return &query.Error{Code: constraintState(msg), Message: msg}
+	}
+	if qe, ok := likeEscapeError(msg); ok { // pglike.go
+		return qe
 	}
 	if _, raised, ok := strings.Cut(msg, raisedPrefix); ok && t == duckdb.ErrorTypeInvalidInput && len(raised) > 6 {
 		return &query.Error{Code: raised[:5], Message: raised[6:]}

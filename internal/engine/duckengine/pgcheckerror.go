@@ -33,8 +33,9 @@ func (e *pgFieldsError) Unwrap() []error { return []error{e.qe, e.pg} }
 // table's and schema's names in the error's fields (pgx's ConstraintName, JDBC's
 // ServerErrorMessage.getConstraint, psycopg's diag.constraint_name): the constraint is the
 // table's CHECK whose text DuckDB's message holds, named as pg_constraint names it. DuckDB
-// says no row, so there is no DETAIL. Any other error, or one it cannot name (a table made in
-// the client's open transaction is not seen from another connection), is err as it is.
+// says no row: the DETAIL's row is found again (pgcheckrow.go). Any other error, or one it
+// cannot name (a table made in the client's open transaction is not seen from another
+// connection), is err as it is.
 func (e *Engine) checkViolation(ctx context.Context, client *query.Request, err error) error {
 	var qe *query.Error
 	if client.Protocol != query.ProtocolPostgres || !errors.As(err, &qe) || qe.Code != sqlstate.CheckViolation {
@@ -64,7 +65,9 @@ func (e *Engine) checkViolation(ctx context.Context, client *query.Request, err 
 	if row.Scan(&schema, &name) != nil || name == "" {
 		return err
 	}
-	return checkFieldsError(`new row for relation "`+table+`" violates check constraint "`+name+`"`, schema, table, name)
+	e2 := checkFieldsError(`new row for relation "`+table+`" violates check constraint "`+name+`"`, schema, table, name)
+	e2.(*pgFieldsError).pg.Detail = failingRow(ctx, conn, client, schema, table, expr) // pgcheckrow.go
+	return e2
 }
 
 // checkFieldsError is a 23514 of msg with the check's, table's and schema's (DuckDB's: main, ""

@@ -24,8 +24,8 @@ import (
 // from the catalogs (pg_constraint, information_schema.check_constraints and
 // table_constraints): a client sees the column's type, as on PostgreSQL.
 //
-// Not covered: a column added by ALTER TABLE ... ADD COLUMN (DuckDB adds no column with a
-// constraint) or given a varchar(n) type by ALTER COLUMN ... TYPE, which keep no length.
+// A column added by ALTER TABLE ... ADD COLUMN (DuckDB adds no column with a constraint) or
+// given a varchar(n) type by ALTER COLUMN ... TYPE gets its check by the table created again.
 
 // lengthCheckPattern matches a length check's expression, as duckdb_constraints() writes it
 // (with or without CHECK( ... ) around, as its constraint_text and information_schema's

@@ -22,11 +22,7 @@ func pgLikeEscapes(q *query.Request) *query.Request {
 	// The edits, in the order of their places: an ESCAPE inserted after a pattern, an operator
 	// written as its words. A LIKE inside another's pattern (in a subquery) is found after it
 	// but edits before its ESCAPE.
-	type edit struct {
-		at, end int // q.SQL[at:end] replaced by text
-		text    string
-	}
-	var edits []edit
+	var edits []textEdit
 	for i, t := range toks {
 		op, isOp := likeOperators[t.Text]
 		if !t.IsWord("like", "ilike") && !(t.Kind == sqltok.Operator && isOp) {
@@ -40,26 +36,41 @@ func pgLikeEscapes(q *query.Request) *query.Request {
 			continue
 		}
 		if isOp {
-			edits = append(edits, edit{t.Pos, t.Pos + len(t.Text), " " + op + " "})
+			edits = append(edits, textEdit{t.Pos, t.Pos + len(t.Text), " " + op + " "})
 		}
 		at := toks[last].Pos + len(toks[last].Text)
-		edits = append(edits, edit{at, at, ` ESCAPE '\'`})
+		edits = append(edits, textEdit{at, at, ` ESCAPE '\'`})
 	}
 	if len(edits) == 0 {
 		return q
 	}
-	slices.SortStableFunc(edits, func(a, b edit) int { return a.at - b.at })
+	c := *q
+	c.SQL, c.ClientSQL = applyEdits(q.SQL, edits), cmp.Or(q.ClientSQL, q.SQL)
+	return &c
+}
+
+// textEdit is s[at:end] of a statement s replaced by text.
+type textEdit struct {
+	at, end int
+	text    string
+}
+
+// applyEdits is s with edits made, in the order of their places (sorted here, stably: of two
+// at one place, the first given first); an edit starting inside one made before it is left out.
+func applyEdits(s string, edits []textEdit) string {
+	slices.SortStableFunc(edits, func(a, b textEdit) int { return a.at - b.at })
 	var b strings.Builder
-	written := 0 // the bytes of q.SQL already in b
+	written := 0 // the bytes of s already in b
 	for _, e := range edits {
-		b.WriteString(q.SQL[written:e.at])
+		if e.at < written {
+			continue
+		}
+		b.WriteString(s[written:e.at])
 		b.WriteString(e.text)
 		written = e.end
 	}
-	b.WriteString(q.SQL[written:])
-	c := *q
-	c.SQL, c.ClientSQL = b.String(), cmp.Or(q.ClientSQL, q.SQL)
-	return &c
+	b.WriteString(s[written:])
+	return b.String()
 }
 
 // afterOperand reports whether the significant token before toks[i] may end an operand (or is
@@ -163,4 +174,17 @@ func endOf(last int, operand bool) int {
 		return -1
 	}
 	return last
+}
+
+// invalidEscapeSequence is PostgreSQL's SQLSTATE of a LIKE pattern ending with its escape.
+const invalidEscapeSequence = "22025"
+
+// likeEscapeError is PostgreSQL's error for DuckDB's of a LIKE pattern that ends with its escape
+// character (raised, as PostgreSQL's, only when matching reaches the escape with text left:
+// `'ab' LIKE 'a\'`, not `'b' LIKE 'b\'`); ok false for any other message.
+func likeEscapeError(msg string) (*query.Error, bool) {
+	if !strings.Contains(msg, "ike pattern must not end with escape character") {
+		return nil, false
+	}
+	return &query.Error{Code: invalidEscapeSequence, Message: "LIKE pattern must not end with escape character"}, true
 }

@@ -330,6 +330,14 @@ func (a addedColumn) wrap(inner ownRun) ownRun {
 			err = runAll(ctx, conn, []string{"DELETE FROM " + declaredSchema + ".columns WHERE " + a.table.declaredWhere() +
 				" AND lower(column_name) = lower(" + quoteString(col) + ")", a.table.record()[2]}, true)
 		}
+		if c := a.table.columns[0]; err == nil && lengthCheck(c.name, c.oid, c.typmod) != "" {
+			// a varchar(n)'s length check (pglength.go): DuckDB adds no column with a
+			// constraint, so the table is created again with it (rows too long: 22001)
+			var fit []string
+			if fit, err = lengthCheckRetyped(ctx, conn, a.table.schema, a.table.name, c.name, 0, -1, c.oid, c.typmod); err == nil {
+				err = runAll(ctx, conn, fit, true)
+			}
+		}
 		if !inTx {
 			if err != nil {
 				_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")

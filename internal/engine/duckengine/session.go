@@ -132,7 +132,11 @@ func (s *session) execute(ctx context.Context, q *query.Request) (query.Rows, er
 	if err := s.e.found.count(ctx, client, s.Execute); err != nil {
 		return nil, err // the count's error failed the transaction
 	}
-	q = pgInsertDefaults(ctx, s.conn, client, q)                        // pginsertdefaults.go
+	q = pgInsertDefaults(ctx, s.conn, client, q)                  // pginsertdefaults.go
+	if q, err = pgFitValues(ctx, s.conn, client, q); err != nil { // pgvarcharfit.go
+		s.fail()
+		return nil, err
+	}
 	if q, err = s.e.identityWrite(ctx, s.conn, client, q); err != nil { // pgidentity.go
 		s.fail()
 		return nil, err

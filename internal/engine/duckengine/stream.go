@@ -306,8 +306,8 @@ func newStream(rows rowSource, cols []column, kind duckdb.StmtType, closeAll fun
 				if uuidList[i] {
 					v = uuidElements(v)
 				}
-				if cols[i].pg.oid == 1042 {
-					v = bpcharPad(v, cols[i].pg.typmod)
+				if cols[i].pg.oid != 0 {
+					v = pgTextFit(v, cols[i].pg) // pgvarcharfit.go
 				}
 				if err := b.Append(i, toArrowValue(v, fields[i].Type)); err != nil {
 					return false, fmt.Errorf("duckengine: column %q: %w", fields[i].Name, err)
