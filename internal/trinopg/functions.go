@@ -41,7 +41,7 @@ func init() {
 		"cardinality": cardinality, "from_unixtime": fromUnixtime, "to_unixtime": toUnixtime,
 		"current_timezone": currentTimezone, "array_join": arrayJoin, "regexp_like": regexpLike,
 		"row": rowOf, "strpos": strpos, "approx_distinct": approxDistinct, "json_extract_scalar": jsonExtractScalar,
-		"format_datetime": formatDatetime, "date_trunc": dateTrunc,
+		"format_datetime": formatDatetime, "date_trunc": dateTrunc, "greatest": extremeOf("greatest"), "least": extremeOf("least"),
 	}
 	for name, field := range extractFields { //determinism:ok fills a map; no key is set twice
 		functions[name] = extractOf(field)

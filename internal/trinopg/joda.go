@@ -141,3 +141,18 @@ func dateTrunc(r *rewriter, args []span) (string, bool) {
 	}
 	return "CAST(date_trunc(" + r.text(args[0]) + ", " + r.text(args[1]) + ") AS date)", true
 }
+
+// extremeOf is Trino's greatest or least: NULL when any argument is (PostgreSQL's skip NULLs).
+func extremeOf(name string) translation {
+	return func(r *rewriter, args []span) (string, bool) {
+		if len(args) < 2 {
+			return "", false
+		}
+		var nulls, vals []string
+		for _, a := range args {
+			nulls = append(nulls, r.paren(a)+" IS NULL")
+			vals = append(vals, r.text(a))
+		}
+		return "(CASE WHEN " + strings.Join(nulls, " OR ") + " THEN NULL ELSE " + name + "(" + strings.Join(vals, ", ") + ") END)", true
+	}
+}

@@ -239,6 +239,8 @@ var trinoFunctions = map[string]renamedFunction{
 	"element_at":      {to: "qfpg_trino_element_at", macro: true},
 	"format_datetime": {to: "strftime", format: strftimeOfJoda},
 	"format":          {to: "printf"}, // Java's format('%s-%d', ...); DuckDB's format takes {}
+	"greatest":        {to: "qfpg_trino_greatest", macro: true},
+	"least":           {to: "qfpg_trino_least", macro: true},
 }
 
 // functionsOf are the functions rewritten for q's protocol; nil for none.

@@ -18,6 +18,15 @@ var trinoFunctionSQL = []string{
 	`CREATE MACRO {c}.main.json_extract_scalar(j, p) AS
 		CASE WHEN json_type(j, p) IN ('OBJECT', 'ARRAY') THEN NULL ELSE json_extract_string(j, p) END`,
 	`CREATE MACRO {c}.main.approx_distinct(x) AS approx_count_distinct(x)`,
+	// greatest and least: NULL when any argument is (DuckDB's skip NULLs), of two to five arguments.
+	`CREATE MACRO {c}.main.qfpg_trino_greatest(a, b) AS CASE WHEN a IS NULL OR b IS NULL THEN NULL ELSE greatest(a, b) END,
+		(a, b, c) AS CASE WHEN a IS NULL OR b IS NULL OR c IS NULL THEN NULL ELSE greatest(a, b, c) END,
+		(a, b, c, d) AS CASE WHEN a IS NULL OR b IS NULL OR c IS NULL OR d IS NULL THEN NULL ELSE greatest(a, b, c, d) END,
+		(a, b, c, d, e) AS CASE WHEN a IS NULL OR b IS NULL OR c IS NULL OR d IS NULL OR e IS NULL THEN NULL ELSE greatest(a, b, c, d, e) END`,
+	`CREATE MACRO {c}.main.qfpg_trino_least(a, b) AS CASE WHEN a IS NULL OR b IS NULL THEN NULL ELSE least(a, b) END,
+		(a, b, c) AS CASE WHEN a IS NULL OR b IS NULL OR c IS NULL THEN NULL ELSE least(a, b, c) END,
+		(a, b, c, d) AS CASE WHEN a IS NULL OR b IS NULL OR c IS NULL OR d IS NULL THEN NULL ELSE least(a, b, c, d) END,
+		(a, b, c, d, e) AS CASE WHEN a IS NULL OR b IS NULL OR c IS NULL OR d IS NULL OR e IS NULL THEN NULL ELSE least(a, b, c, d, e) END`,
 	// array_join(a, d[, n]): a's elements as text joined by d, a NULL skipped or written as n.
 	`CREATE MACRO {c}.main.array_join(a, d) AS array_to_string(a, d),
 		(a, d, n) AS array_to_string(list_transform(a, x -> coalesce(CAST(x AS VARCHAR), n)), d)`,

@@ -19,7 +19,7 @@ func dailyValue(v any) string {
 // PostgreSQL and DuckDB as Trino's documentation says Trino answers it, through trino-go-client:
 // date_trunc of every unit (of a timestamp(3) a timestamp, of a date a date), try_cast (NULL for
 // a text its type does not read), format_datetime's Joda patterns, numeric typed literals (real
-// '1.5'), and on MariaDB, which has no arrays, Trino's NOT_SUPPORTED naming them.
+// '1.5'), greatest and least (NULL when an argument is), and on MariaDB, which has no arrays, Trino's NOT_SUPPORTED naming them.
 func TestTrinoDailyFunctionsOnEveryEngine(t *testing.T) {
 	engines := trinoOnEveryEngine(t)
 	for _, db := range engines {
@@ -43,6 +43,7 @@ func TestTrinoDailyFunctionsOnEveryEngine(t *testing.T) {
 			`format_datetime(ts, 'h:mm a'), format_datetime(ts, 'yy/M/d H''h''') from fx order by id`,
 			"VARCHAR VARCHAR VARCHAR VARCHAR VARCHAR",
 			"[2024-05-17 13:45:56 Fri, 17 May 2024 2024-05-17T13:45:56.789 1:45 PM 24/5/17 13h] [<nil> <nil> <nil> <nil> <nil>]"},
+		{`select greatest(1, null), least(2, 3), greatest(id, 1), least(id, null, 3) from fx order by id`, "", "[<nil> 2 1 <nil>] [<nil> 2 2 <nil>]"},
 		{`select real '1.5', double '2.5', tinyint '3'`, "REAL DOUBLE", "[1.5 2.5 3]"},
 		{`select real '1.5' * 2, bigint '7', decimal '-1.50'`, "", "[3 7 -1.50]"},
 	} {
