@@ -56,7 +56,9 @@ func (f *failingBatchRenewals) RenewBatch(ctx context.Context, refs []capacity.L
 // answer (a partition; a batch round trip that failed as a whole) is one: counted, and the
 // lease counts until its fence time, not a moment longer.
 func TestRenewalAnswersDecideWhenAQueryStops(t *testing.T) {
-	const ttl, drift = 3 * time.Second, 500 * time.Millisecond // renewals every second, fence at 2.5 s
+	// Renewals every second, failed ones tried again every 100 ms; the fence at 2.55 s falls between
+	// two tries (2.5 and 2.6 s): a fence only at the next try would be late.
+	const ttl, drift = 3 * time.Second, 450 * time.Millisecond
 	for _, c := range []struct {
 		name        string
 		client      func() capacity.LeaseClient
