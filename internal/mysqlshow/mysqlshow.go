@@ -13,6 +13,9 @@
 //     indexes (IndexCatalog): MariaDB's columns, a row per column of each key and index;
 //   - SHOW TABLE STATUS [{FROM|IN} db] [LIKE 'p' | WHERE ...], on a catalog that answers it
 //     (StatusCatalog): MariaDB's columns.
+//   - SHOW [STORAGE] ENGINES, SHOW CREATE {DATABASE|SCHEMA} [IF NOT EXISTS] db, and on a
+//     catalog without triggers, routines or events (RoutinelessCatalog) SHOW TRIGGERS, SHOW
+//     {PROCEDURE|FUNCTION} STATUS and SHOW EVENTS, empty (admin.go).
 //
 // Any other SHOW is refused with MySQL's 1235 naming it, never the engine's parser error: SHOW
 // VARIABLES, COLLATION, CHARACTER SET, WARNINGS and ERRORS are the MySQL frontend's to answer,
@@ -230,6 +233,11 @@ func (r *reader) like(base, column, pattern string) string {
 
 func (r *reader) show(db string) (string, error) {
 	full := r.word("full") != ""
+	if !full {
+		if out, ok := r.showAdmin(); ok {
+			return out, nil
+		}
+	}
 	switch r.word("tables", "databases", "schemas", "columns", "fields", "create", "index", "indexes", "keys", "table") {
 	case "tables":
 		named := ""
@@ -305,6 +313,12 @@ func (r *reader) show(db string) (string, error) {
 			}
 		}
 	case "create":
+		if r.word("database", "schema") != "" {
+			if out, ok := r.createDatabase(); ok {
+				return out, nil
+			}
+			break
+		}
 		if r.word("table") == "" {
 			break
 		}
@@ -362,7 +376,7 @@ func (r *reader) unsupported() error {
 	}
 	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: "This version of QueryFlux doesn't yet support '" +
 		strings.Join(words, " ") + "' on " + r.cat.Engine() + " (it answers SHOW [FULL] TABLES, SHOW DATABASES, SHOW [FULL] COLUMNS, " +
-		"DESCRIBE, SHOW CREATE TABLE, SHOW VARIABLES, SHOW COLLATION and SHOW CHARACTER SET)"}
+		"DESCRIBE, SHOW CREATE TABLE, SHOW CREATE DATABASE, SHOW ENGINES, SHOW VARIABLES, SHOW STATUS, SHOW COLLATION and SHOW CHARACTER SET)"}
 }
 
 // statusColumns are SHOW TABLE STATUS's columns, as MariaDB's.

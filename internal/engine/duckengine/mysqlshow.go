@@ -22,6 +22,8 @@ type duckCatalog struct{}
 
 func (duckCatalog) Engine() string { return "DuckDB" }
 
+func (duckCatalog) NoRoutines() {} // DuckDB has no triggers, stored routines or events (mysqlshow.RoutinelessCatalog)
+
 func (duckCatalog) Tables(db string) string {
 	return "SELECT table_name, table_type FROM information_schema.tables WHERE table_type IN ('BASE TABLE', 'VIEW') AND " +
 		inSchema("table_catalog", "table_schema", db)

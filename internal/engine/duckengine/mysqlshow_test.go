@@ -69,10 +69,10 @@ func TestMySQLCatalogStatementsOnDuckDB(t *testing.T) {
 		"SHOW COLUMNS FROM no_such":    {sqlstate.UndefinedTable, "Table 'no_such' doesn't exist"},
 		"DESCRIBE no_such":             {sqlstate.UndefinedTable, "Table 'no_such' doesn't exist"},
 		"SHOW CREATE TABLE no_such":    {sqlstate.UndefinedTable, "Table 'no_such' doesn't exist"},
-		"SHOW ENGINES":                 {sqlstate.FeatureNotSupported, "doesn't yet support 'SHOW ENGINES' on DuckDB"},
+		"SHOW PLUGINS":                 {sqlstate.FeatureNotSupported, "doesn't yet support 'SHOW PLUGINS' on DuckDB"},
 		"show full processlist":        {sqlstate.FeatureNotSupported, "doesn't yet support 'SHOW FULL PROCESSLIST' on DuckDB"},
 		"SHOW INDEX FROM no_such":      {sqlstate.UndefinedTable, "Table 'no_such' doesn't exist"},
-		"SHOW CREATE DATABASE duck":    {sqlstate.FeatureNotSupported, "doesn't yet support 'SHOW CREATE DATABASE DUCK' on DuckDB"},
+		"SHOW CREATE USER duck":        {sqlstate.FeatureNotSupported, "doesn't yet support 'SHOW CREATE USER DUCK' on DuckDB"},
 		"SHOW COLUMNS FROM a_t LIKE 1": {sqlstate.FeatureNotSupported, "doesn't yet support 'SHOW COLUMNS FROM A_T'"},
 	} {
 		_, _, err := mysqlRows(t, e, stmt)

@@ -85,7 +85,7 @@ func TestMySQLCatalogStatementsOnPostgreSQL(t *testing.T) {
 		"SHOW COLUMNS FROM no_such":        {sqlstate.UndefinedTable, "Table 'no_such' doesn't exist"},
 		"DESCRIBE shop.no_such":            {sqlstate.UndefinedTable, "Table 'shop.no_such' doesn't exist"},
 		"SHOW CREATE TABLE no_such":        {sqlstate.UndefinedTable, "Table 'no_such' doesn't exist"},
-		"SHOW ENGINES":                     {sqlstate.FeatureNotSupported, "doesn't yet support 'SHOW ENGINES' on PostgreSQL"},
+		"SHOW TRIGGERS":                    {sqlstate.FeatureNotSupported, "doesn't yet support 'SHOW TRIGGERS' on PostgreSQL"},
 		"show table status like 'a%'":      {sqlstate.FeatureNotSupported, "doesn't yet support 'SHOW TABLE STATUS LIKE' on PostgreSQL"},
 		"SHOW COLUMNS FROM a_t WHERE nope": {sqlstate.UndefinedColumn, `column "nope" does not exist`},
 	} {

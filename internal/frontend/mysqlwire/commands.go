@@ -21,6 +21,7 @@ type noReply struct{}
 // serveCommands answers the client's commands until it quits or the connection fails.
 func (h *session) serveCommands() {
 	c := h.conn
+	h.s.admin.connections.Add(1)
 	for !c.Closed() {
 		h.gate.commandDone()
 		if h.waitingForClient(true) {
@@ -80,9 +81,12 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 		h.conn.Close()
 		return noReply{}
 	case mysql.COM_QUERY:
+		h.countQuestion()
 		return reply(h.HandleQuery(string(data)))
 	case mysql.COM_PING:
 		return nil
+	case mysql.COM_STATISTICS:
+		return h.writeStatistics()
 	case mysql.COM_INIT_DB:
 		if err := h.knownDatabase(string(data)); err != nil {
 			return err
@@ -93,6 +97,7 @@ func (h *session) dispatch(cmd byte, data []byte) any {
 	case mysql.COM_STMT_PREPARE:
 		return h.prepare(string(data))
 	case mysql.COM_STMT_EXECUTE:
+		h.countQuestion()
 		return reply(h.execute(data))
 	case mysql.COM_STMT_CLOSE:
 		if len(data) >= 4 {

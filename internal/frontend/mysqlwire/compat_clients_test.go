@@ -94,7 +94,7 @@ func TestMySQLClientsCatalogOnDuckDB(t *testing.T) {
 				{SQL: "SELECT UNIX_TIMESTAMP() > 1700000000", want: `[["1"]]`},
 				{SQL: "SELECT x FROM range(10) t(x) WHERE x >= ? ORDER BY x LIMIT ?, ?", Params: []any{1, 2, 3}, Prepared: true, want: `[["3"],["4"],["5"]]`},
 				{SQL: "SELECT x FROM range(10) t(x) ORDER BY x LIMIT ?, 2", Params: []any{7}, Prepared: true, want: `[["7"],["8"]]`},
-				{SQL: "SHOW ENGINES", want: "error 1235"},
+				{SQL: "SHOW PLUGINS", want: "error 1235"},
 				{SQL: "SELECT 1 AS still_usable", want: `[["1"]]`},
 			}
 			runSession(t, client, f.addr, "", steps)

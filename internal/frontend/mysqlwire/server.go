@@ -118,6 +118,7 @@ type Server struct {
 	loopPings      atomic.Int64 // COM_PINGs the event loop answered (in part, at least)
 	loopEntries    atomic.Int64 // times a session went on the event loop
 	loopWatched    atomic.Int64 // engine packets the event loop's Watch looked at (added as sessions leave it)
+	admin          adminCounts  // the counts its status tells (admin.go)
 
 	panics    atomic.Int64 // recovered in connections, during login or after (bugs: the fuzz targets require none)
 	lastPanic atomic.Value // string: the last recovered panic with its stack, for the report

@@ -35,6 +35,8 @@ type session struct {
 	salt   []byte // the salt the login's password was scrambled with (COM_CHANGE_USER's too)
 	db     string
 	out    *flushOnReadConn // flushed after each batch, so slow results still stream
+	// questions counts the statements it sent outside the event loop (SHOW SESSION STATUS, admin.go).
+	questions int64
 	// lastInsertID is the first AUTO_INCREMENT value the session's last INSERT that generated
 	// one generated (insertID), what LAST_INSERT_ID() answers on an engine that asks (DuckDB).
 	lastInsertID uint64

@@ -44,8 +44,8 @@ var (
 	}
 )
 
-// showLocal answers SHOW [GLOBAL|SESSION|LOCAL] VARIABLES, SHOW COLLATION and SHOW {CHARACTER
-// SET|CHARSET}, each with an optional LIKE 'pattern' or WHERE on its first column; ok is false
+// showLocal answers SHOW [GLOBAL|SESSION|LOCAL] {VARIABLES|STATUS}, SHOW COLLATION and SHOW
+// {CHARACTER SET|CHARSET}, each with an optional LIKE 'pattern' or WHERE on its first column; ok is false
 // for any other statement. A WHERE this cannot read (anything but first-column = 'x', LIKE
 // 'x' and IN ('x', ...), joined by OR) is refused with 1235.
 func (h *session) showLocal(sql string) (res *mysql.Result, err error, ok bool) {
@@ -56,7 +56,11 @@ func (h *session) showLocal(sql string) (res *mysql.Result, err error, ok bool) 
 	if n := len(toks); n > 0 && toks[n-1].Text == ";" {
 		toks = toks[:n-1]
 	}
+	if err := h.createDatabaseKnown(toks); err != nil {
+		return nil, err, true
+	}
 	i := 1
+	global := i < len(toks) && toks[i].IsWord("global")
 	if i < len(toks) && toks[i].IsWord("global", "session", "local") {
 		i++
 	}
@@ -70,6 +74,9 @@ func (h *session) showLocal(sql string) (res *mysql.Result, err error, ok bool) 
 		for _, n := range h.variablesShown() {
 			rows = append(rows, []any{n, nil})
 		}
+	case i < len(toks) && toks[i].IsWord("status"):
+		i++
+		names, rows = []string{"Variable_name", "Value"}, h.statusRows(global)
 	case i == 1 && i < len(toks) && toks[i].IsWord("collation"):
 		i++
 		names, rows = []string{"Collation", "Charset", "Id", "Default", "Compiled", "Sortlen"}, collations
