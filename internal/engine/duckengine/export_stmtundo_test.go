@@ -10,14 +10,21 @@ func SetStmtLogMax(n int) (restore func()) {
 	return func() { stmtLogMax = was }
 }
 
-// TestRollsBackToSavepoint: the statements whose refusal the undo leaves failed.
-func TestRollsBackToSavepoint(t *testing.T) {
-	for sql, want := range map[string]bool{
-		"rollback to s1": true, "ROLLBACK WORK TO SAVEPOINT s1": true, "/* c */ rollback to savepoint `s`": true,
-		"rollback": false, "rollback work": false, "rollback and chain": false, "release savepoint s1": false,
+// TestMySQLSavepointStatements: the savepoint statements a MySQL client's session answers
+// itself (mysqlsavepoints.go), and the names they give.
+func TestMySQLSavepointStatements(t *testing.T) {
+	for sql, want := range map[string]string{
+		"rollback to s1": "rollback to s1", "ROLLBACK WORK TO SAVEPOINT s1": "rollback to s1", "/* c */ rollback to savepoint `S x`;": "rollback to S x",
+		"savepoint A": "savepoint A", "SAVEPOINT `a``b`": "savepoint a`b", "release savepoint s1": "release s1", "rollback to savepoint": "rollback to savepoint",
+		"rollback": "", "rollback work": "", "rollback and chain": "", "release s1": "", "savepoint a b": "", "rollback to a, b": "",
+		"savepoints": "", "select 'savepoint a'": "",
 	} {
-		if got := rollsBackToSavepoint(sql); got != want {
-			t.Errorf("%q: %v, want %v", sql, got, want)
+		got := ""
+		if verb, name, ok := mysqlSavepointStmt(sql); ok {
+			got = map[txVerb]string{txSavepoint: "savepoint ", txRelease: "release ", txRollbackTo: "rollback to "}[verb] + name
+		}
+		if got != want {
+			t.Errorf("%q: %q, want %q", sql, got, want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
 // A MySQL client's SELECT of one table's columns (by name, aliased or not, or *) gives each
@@ -29,7 +30,11 @@ func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []st
 	if q.Protocol != query.ProtocolMySQL {
 		return nil
 	}
-	sel, ok := readSingleTableSelect(q.SQL)
+	a := q.ClientAnalysis() // the core's tokens of the client's text, MySQL's dialect: not read again
+	if len(a.Statements) != 1 {
+		return nil
+	}
+	sel, ok := tableSelectOf(withoutSelectModifiers(a.Statements[0].Significant))
 	if !ok || len(sel.table) > 2 {
 		return nil
 	}
@@ -68,6 +73,20 @@ func mysqlColumnKeys(ctx context.Context, conn *sql.Conn, q *query.Request) []st
 
 // tableColumn is one column of a table and its MetaColumnKey words.
 type tableColumn struct{ db, table, name, key string }
+
+// withoutSelectModifiers is a SELECT's tokens without MySQL's modifiers after SELECT
+// (SQL_NO_CACHE, HIGH_PRIORITY, ... and a versioned comment's, which MySQL's dialect reads as
+// code; not DISTINCT or ALL, which tableSelectOf reads).
+func withoutSelectModifiers(toks []sqltok.Token) []sqltok.Token {
+	n := 1
+	for n < len(toks) && toks[n].Kind == sqltok.Word && !toks[n].IsWord("distinct", "all") && sqltok.MySQLSelectModifiers[strings.ToLower(toks[n].Text)] {
+		n++
+	}
+	if len(toks) == 0 || n == 1 {
+		return toks
+	}
+	return append([]sqltok.Token{toks[0]}, toks[n:]...)
+}
 
 // cachedColumnKeys is tableColumnKeys, kept for the statements of pooled connections
 // (columnkeycache.go).

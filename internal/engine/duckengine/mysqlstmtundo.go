@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -36,10 +37,15 @@ var (
 	stmtLogBytesMax = 4 << 20
 )
 
-// keptStmt is a statement kept to run again, with the AUTO_INCREMENT ids it reserved.
+// keptStmt is a statement kept to run again, with the AUTO_INCREMENT ids it reserved and its
+// command tag (the rows it changed), which running it again must give again (errReplayDiffers).
 type keptStmt struct {
 	q   *query.Request
 	ids []int64
+	// rows is the statement's result until its tag is read (settleTag: once the client has
+	// read it, at the next statement).
+	rows query.Rows
+	tag  string
 }
 
 // stmtLog is a MySQL client's open transaction's statements, kept to run again (mysqlstmtundo.go).
@@ -47,8 +53,16 @@ type stmtLog struct {
 	stmts []keptStmt
 	bytes int
 	// lost: a statement ran that cannot be run again, or the log is full: a refusal fails the
-	// whole transaction.
-	lost bool
+	// whole transaction; lostAt is how many statements the log held then (a savepoint taken
+	// at or before it can still be rolled back to: mysqlsavepoints.go).
+	lost   bool
+	lostAt int
+	// marks are the transaction's savepoints, oldest first (mysqlsavepoints.go).
+	marks []spMark
+	// differed: the kept writes changed other rows when run again to undo a refused statement
+	// (errReplayDiffers): the client's next statement rolls the transaction back and is
+	// answered so.
+	differed bool
 	// depth counts the session's Execute calls under way (its own statements call it again):
 	// only the client's (the outermost) is kept or undone.
 	depth int
@@ -56,7 +70,22 @@ type stmtLog struct {
 
 func (l *stmtLog) reset() {
 	clear(l.stmts)
-	l.stmts, l.bytes, l.lost = l.stmts[:0], 0, false
+	l.stmts, l.bytes, l.lost, l.lostAt, l.marks, l.differed = l.stmts[:0], 0, false, 0, l.marks[:0], false
+}
+
+// lose notes that the log cannot undo what ran from its n-th statement on.
+func (l *stmtLog) lose(n int) {
+	if !l.lost {
+		l.lost, l.lostAt = true, n
+	}
+}
+
+// settleTag reads the command tag of the newest kept statement, whose result its client has
+// read by the time the next statement runs.
+func (l *stmtLog) settleTag() {
+	if n := len(l.stmts); n > 0 && l.stmts[n-1].rows != nil {
+		l.stmts[n-1].tag, l.stmts[n-1].rows = l.stmts[n-1].rows.Tag(), nil
+	}
 }
 
 // Execute runs q; a MySQL client's statement refused inside its transaction is undone alone
@@ -67,8 +96,19 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	s.undo.depth++
 	defer func() { s.undo.depth-- }()
+	s.undo.settleTag()
 	if s.status == 'E' {
 		s.undoStatement(ctx) // a result's error while its rows were read failed the transaction
+	}
+	if s.undo.differed {
+		return s.endDiffered(ctx, q)
+	}
+	if verb, name, ok := mysqlSavepointStmt(q.SQL); ok {
+		rows, err := s.mysqlSavepoint(ctx, verb, name) // mysqlsavepoints.go
+		if s.status == 'I' {
+			s.undo.reset()
+		}
+		return rows, err
 	}
 	inTx := s.status == 'T'
 	var ids *stmtIDs
@@ -81,12 +121,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	case !inTx || s.status == 'I':
 		s.undo.reset() // no transaction before, or it ended: a new one starts with nothing kept
 	case s.status == 'E':
-		if rollsBackToSavepoint(q.SQL) {
-			s.undo.lost = true // DuckDB cannot undo to a savepoint: the transaction stays failed
-		}
 		s.undoStatement(ctx)
 	case err == nil:
-		s.undo.keep(q, ids)
+		s.undo.keep(q, ids, rows)
 	}
 	return rows, err
 }
@@ -98,29 +135,65 @@ func (s *session) undoStatement(ctx context.Context) {
 	if s.undo.lost || s.status != 'E' {
 		return
 	}
+	if s.replay(ctx) != nil && s.status == 'I' {
+		// The kept writes changed other rows when run again: the client was told of its
+		// statement's own error, so the transaction stays open for it (an empty one, 'T',
+		// that its COMMIT reaches) until its next statement, which ends it (endDiffered).
+		_ = s.exec(context.WithoutCancel(ctx), "BEGIN TRANSACTION")
+		s.status, s.undo.differed = 'T', true
+		s.undo.lose(0)
+	}
+}
+
+// endDiffered answers the client's statement after a refused one whose undo found the kept
+// writes changing other rows: the transaction is rolled back, and the statement, unless it is
+// that ROLLBACK, answered errReplayDiffers (MariaDB's deadlock: 1213), not run. A COMMIT so
+// answered tells the client nothing was committed.
+func (s *session) endDiffered(ctx context.Context, q *query.Request) (query.Rows, error) {
+	_, _ = s.transaction(ctx, statement{tx: txRollback})
+	s.undo.reset()
+	if _, _, ok := mysqlSavepointStmt(q.SQL); !ok && sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "rollback") {
+		return engine.TagRows("ROLLBACK"), nil
+	}
+	return nil, errReplayDiffers
+}
+
+// replay rolls DuckDB's failed transaction back, begins another and runs the kept statements
+// again. A statement that fails again leaves the transaction failed and the log lost; one that
+// changes another number of rows than the first time (another client committed between) rolls
+// the whole transaction back (errReplayDiffers).
+func (s *session) replay(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // a cancelled statement is undone too (MariaDB's 1317, 1969)
 	s.holdLast(ctx)
+	s.undo.settleTag()
 	if s.exec(ctx, "ROLLBACK") != nil || s.exec(ctx, "BEGIN TRANSACTION") != nil {
-		s.undo.lost = true
-		return
+		s.undo.lose(0)
+		return errAborted
 	}
 	s.status, s.written = 'T', nil
 	for _, k := range s.undo.stmts {
 		rows, err := s.execute(withIDs(ctx, &stmtIDs{ids: slices.Clone(k.ids), replaying: true}), k.q)
+		tag := ""
 		if err == nil {
 			err = drain(ctx, rows)
+			tag = rows.Tag()
 		}
 		s.last = nil
+		if err == nil && s.status == 'T' && tag != k.tag {
+			_, _ = s.transaction(ctx, statement{tx: txRollback})
+			return errReplayDiffers
+		}
 		if err != nil || s.status != 'T' {
 			s.fail()
-			s.undo.lost = true
-			return
+			s.undo.lose(0)
+			return errAborted
 		}
 	}
 	if s.fkPending || s.fkChecksOff || slices.ContainsFunc(s.undo.stmts, func(k keptStmt) bool { return namesForeignKeyChecks(k.q) }) {
 		s.fkChecksOff = foreignKeyChecksOff(ctx, s.conn)
 		s.fkPending = !s.fkChecksOff && anyPending(ctx, s.conn)
 	}
+	return nil
 }
 
 // drain reads rows to their end and closes them.
@@ -141,12 +214,12 @@ func drain(ctx context.Context, rows query.Rows) error {
 
 // keep notes q, which succeeded in the open transaction, to be run again if a later statement
 // fails.
-func (l *stmtLog) keep(q *query.Request, ids *stmtIDs) {
+func (l *stmtLog) keep(q *query.Request, ids *stmtIDs, rows query.Rows) {
 	if l.lost || !changesData(q.SQL) {
 		return
 	}
-	if q.CopyIn != nil || ids == nil || ids.unplanned || namesUserVar(q.SQL) || randomValues(q.SQL) {
-		l.lost = true
+	if q.CopyIn != nil || ids == nil || ids.unplanned || namesUserVar(q.SQL) || randomValues(q.SQL) || rows == nil {
+		l.lose(len(l.stmts))
 		return
 	}
 	c := *q
@@ -163,10 +236,10 @@ func (l *stmtLog) keep(q *query.Request, ids *stmtIDs) {
 	}
 	l.bytes += n
 	if len(l.stmts) >= stmtLogMax || l.bytes > stmtLogBytesMax {
-		l.lost = true
+		l.lose(len(l.stmts))
 		return
 	}
-	l.stmts = append(l.stmts, keptStmt{q: &c, ids: ids.ids})
+	l.stmts = append(l.stmts, keptStmt{q: &c, ids: ids.ids, rows: rows})
 }
 
 // changesData reports whether a MySQL client's statement may change what a ROLLBACK undoes:
@@ -180,18 +253,6 @@ func changesData(sqlText string) bool {
 		return strings.Contains(strings.ToLower(sqlText), "foreign_key_checks")
 	}
 	return true
-}
-
-// rollsBackToSavepoint reports whether a MySQL client's statement is ROLLBACK [WORK] TO
-// [SAVEPOINT] name, which session.savepoint refuses, failing the transaction: undoing that
-// refusal would commit what the client asked to roll back.
-func rollsBackToSavepoint(sqlText string) bool {
-	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
-	to := 1
-	if len(toks) > 2 && toks[1].IsWord("work") {
-		to = 2
-	}
-	return len(toks) > to && toks[0].IsWord("rollback") && toks[to].IsWord("to")
 }
 
 // namesUserVar reports whether a MySQL client's statement reads or assigns a user variable.

@@ -233,6 +233,9 @@ func outsideTransaction(st statement) (query.Rows, error) {
 	case txDeallocateAll:
 		return engine.TagRows("DEALLOCATE ALL"), nil
 	case txSavepoint, txRelease, txRollbackTo:
+		if isMySQL(st.q) {
+			return mysqlSavepointOutside(st.q.SQL) // mysqlsavepoints.go
+		}
 		return nil, errNoTransactionBlock(st)
 	}
 	return engine.TagRows("SET"), nil

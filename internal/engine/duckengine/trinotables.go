@@ -237,6 +237,9 @@ func itemColumn(item []sqltok.Token) string {
 
 // trinoIdentText is a name token's name: a quoted one without its quotes.
 func trinoIdentText(t sqltok.Token) string {
+	if t.Kind == sqltok.QuotedIdent && t.Text[0] == '`' {
+		return sqltok.MySQLIdent(t) // a MySQL client's text (mysqlkeys.go)
+	}
 	if t.Kind == sqltok.QuotedIdent {
 		return strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`)
 	}

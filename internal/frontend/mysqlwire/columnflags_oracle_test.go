@@ -62,12 +62,12 @@ func TestColumnFlagsAsMariaDB(t *testing.T) {
 			t.Fatal(q, err)
 		}
 	}
-	want := columnFlags(t, cfg.Addr, cfg.User, cfg.Passwd, maria.dbName)
+	want := columnFlags(t, cfg.Addr, cfg.User, cfg.Passwd, maria.dbName, columnFlagsStmts)
 	t.Logf("MariaDB: %q", want)
 	duck, arrow, pg := unrelayedTargets(t, columnFlagsDDL, columnFlagsPG)
 	targets := map[string]*coreFixture{"MariaDB relayed": maria, "MariaDB by Arrow": arrow, "DuckDB": duck, "PostgreSQL": pg}
 	for name, f := range targets {
-		got := columnFlags(t, f.addr, testUser, "", f.dbName)
+		got := columnFlags(t, f.addr, testUser, "", f.dbName, columnFlagsStmts)
 		for i := range want {
 			if got[i] != want[i] {
 				t.Errorf("%s: %s\n proxy   %s\n MariaDB %s", name, columnFlagsStmts[i/2], got[i], want[i])
@@ -76,8 +76,8 @@ func TestColumnFlagsAsMariaDB(t *testing.T) {
 	}
 }
 
-// columnFlags runs columnFlagsStmts by text and prepared, each column's name and key flags.
-func columnFlags(t *testing.T, addr, user, password, db string) []string {
+// columnFlags runs stmts by text and prepared, each column's name and key flags.
+func columnFlags(t *testing.T, addr, user, password, db string, stmts []string) []string {
 	t.Helper()
 	c, err := client.Connect(addr, user, password, db)
 	if err != nil {
@@ -92,7 +92,7 @@ func columnFlags(t *testing.T, addr, user, password, db string) []string {
 		}
 		return strings.Join(cols, " ")
 	}
-	for _, q := range columnFlagsStmts {
+	for _, q := range stmts {
 		r, err := c.Execute(q)
 		if err != nil {
 			t.Fatal(q, err)
