@@ -123,3 +123,11 @@ func toMySQLError(err error) *mysql.MyError {
 
 // errNotConfigured is what a client sees before the node has a config.
 var errNotConfigured = &mysql.MyError{Code: mysql.ER_SERVER_SHUTDOWN, State: sqlstate.MySQLCommunicationLink, Message: "queryflux is not configured yet; retry shortly"}
+
+// errFailedCommit answers a COMMIT of a transaction its engine had failed (DuckDB's, after a
+// statement it could not undo alone; a connection lost mid-transaction): the transaction is
+// rolled back. MariaDB has no failed transaction, so its clients read COMMIT's OK as their
+// writes kept; a client that went on past a refused statement was told OK with nothing
+// committed. 1213: roll back and run it again, as after a deadlock.
+var errFailedCommit = &query.Error{Code: sqlstate.SerializationFailure, Message: "the transaction had failed and was " +
+	"rolled back; nothing was committed: run it again"}

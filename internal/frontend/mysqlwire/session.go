@@ -339,6 +339,10 @@ func (h *session) pinFor(ctx context.Context, req *query.Request) (done bool, er
 		h.held = h.held || hold
 		if h.pinned.TxStatus() == 'E' && isTxEnd(req.SQL) {
 			h.unpin()
+			if sqltok.FirstKeywordIs(req.SQL, sqltok.MySQL, "commit") {
+				h.syncTx()
+				return false, errFailedCommit
+			}
 			return true, nil
 		}
 		// A held connection outside a transaction, autocommit off: the statement opens one, as
