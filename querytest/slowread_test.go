@@ -79,7 +79,7 @@ func TestAPostgreSQLClientThatStopsReadingFreesItsSlot(t *testing.T) {
   frontends:
     postgres: {enabled: true, listen: "%s"}
   limits: {writeStallTimeoutSecs: 2}
-`, admin, adminToken, pg)+strings.Replace(pgCluster(t, dbURL, 1), "capacityWaitTimeoutSecs: 30", "capacityWaitTimeoutSecs: 30", 1))
+`, admin, adminToken, pg)+pgCluster(t, dbURL, 1))
 	startDaemon(t, nil, []string{pg, admin}, "--config", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
