@@ -2,7 +2,6 @@ package pgwire_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -24,25 +23,6 @@ func TestOwnSessionInPgStatActivityOnDuckDB(t *testing.T) {
 	duck := connect(t, memoryDuckProxy(t, "activity").URL()+"&application_name=qf-activity")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	answer := func(c *pgx.Conn, sql string) string {
-		rows, err := c.Query(ctx, sql, pgx.QueryExecModeSimpleProtocol)
-		if err != nil {
-			return "error " + err.Error()
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			vals, err := rows.Values()
-			if err != nil {
-				return "error " + err.Error()
-			}
-			out = append(out, fmt.Sprint(vals))
-		}
-		if err := rows.Err(); err != nil {
-			return "error " + err.Error()
-		}
-		return fmt.Sprint(out)
-	}
 	for _, sql := range []string{
 		`SELECT pid = pg_backend_pid() AS mine, usename = current_user AS me, application_name, state, query,
 			backend_type, client_addr IS NOT NULL AS addr, datname = current_database() AS db, xact_start IS NULL AS nx
@@ -51,7 +31,7 @@ func TestOwnSessionInPgStatActivityOnDuckDB(t *testing.T) {
 			JOIN pg_catalog.pg_database d ON d.oid = a.datid WHERE a.pid = pg_catalog.pg_backend_pid()`,
 		`SELECT pg_stat_activity.state FROM pg_stat_activity WHERE pg_stat_activity.pid = pg_backend_pid()`,
 	} {
-		if want, got := answer(pg, sql), answer(duck, sql); want != got {
+		if want, got := rowsText(pg, sql), rowsText(duck, sql); want != got {
 			t.Errorf("%s\n  PostgreSQL:          %s\n  QueryFlux on DuckDB: %s", sql, want, got)
 		}
 	}
