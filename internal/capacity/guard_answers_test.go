@@ -18,7 +18,7 @@ import (
 )
 
 // refusedRenewals is a LeaseClient whose renewals are answered err from the first one on: a
-// control plane that no longer has the lease (reclaimed, or not this session's), or none that
+// control plane that no longer has the lease (reclaimed, or held by another guard), or none that
 // answers (a partition).
 type refusedRenewals struct {
 	capacity.LeaseClient
@@ -50,7 +50,7 @@ func (f *failingBatchRenewals) RenewBatch(ctx context.Context, refs []capacity.L
 }
 
 // TestRenewalAnswersDecideWhenAQueryStops: a lease whose renewal the control plane refuses (it
-// reclaimed the lease, which it may grant again, or the lease is not this session's) stops
+// reclaimed the lease, which it may grant again, or another guard holds the lease) stops
 // counting at once: its query's OnLost runs at that renewal, not at the lease's local fence time
 // (the term less the drift margin), and it is no coordination failure. A renewal that gets no
 // answer (a partition; a batch round trip that failed as a whole) is one: counted, and the
