@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -43,6 +44,9 @@ type Request struct {
 	// BackendKeyData pid, a MySQL client's connection id), for an engine that answers the
 	// session's own views itself (DuckDB's pg_stat_activity, PROCESSLIST); 0 when none.
 	SessionID uint32
+	// SessionStart is when the client's connection started (pg_stat_activity.backend_start on
+	// an engine that answers it itself); zero when the frontend does not say.
+	SessionStart time.Time
 	// CopyIn is the client's data for a COPY ... FROM STDIN, for an engine that loads it
 	// itself (DuckDB); nil for every other statement and wherever the protocol has no COPY.
 	CopyIn CopySource

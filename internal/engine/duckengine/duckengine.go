@@ -71,6 +71,8 @@ type Engine struct {
 	keys     columnKeysCache // MySQL clients' column keys by table (columnkeycache.go)
 	// connector is the open database's, under the watchedConnector the pool connects through.
 	connector atomic.Pointer[duckdb.Connector]
+	// writes is the database's write lock, PostgreSQL clients' writers' turn (pgwritelock.go).
+	writes writeLock
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -470,6 +472,18 @@ func paramTypeName(t duckdb.Type) string {
 // Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	ctx, release, err := e.writeTurn(ctx, q) // pgwritelock.go
+	if err != nil || release == nil {
+		if err != nil {
+			return nil, err
+		}
+		return e.execute(ctx, q)
+	}
+	rows, err := e.execute(ctx, q)
+	return withWrites(rows, err, release)
+}
+
+func (e *Engine) execute(ctx context.Context, q *query.Request) (query.Rows, error) {
 	ctx = withColumnKeysCache(ctx, &e.keys)
 	if call, ok, err := readAdvisory(q); ok {
 		if err != nil {
@@ -764,8 +778,10 @@ func duckError(t duckdb.ErrorType, msg string) *query.Error {
 	}
 	if t == duckdb.ErrorTypeTransaction && strings.Contains(msg, "Conflict on") {
 		// Two transactions wrote the same row: where PostgreSQL makes the second wait,
-		// DuckDB fails it. Clients retry a serialization failure (pgbench --max-tries).
-		return &query.Error{Code: sqlstate.SerializationFailure, Message: msg}
+		// DuckDB fails it (left only where the write lock cannot help: pgwritelock.go).
+		// Clients retry a serialization failure (pgbench --max-tries) by its code and
+		// PostgreSQL's message.
+		return &query.Error{Code: sqlstate.SerializationFailure, Message: "could not serialize access due to concurrent update"}
 	}
 	if t == duckdb.ErrorTypeConstraint {
 		return &query.Error{Code: constraintState(msg), Message: msg}

@@ -47,11 +47,15 @@ func statementTimeout(q *query.Request) (time.Duration, error) {
 			if timeout, err = parseTimeout(kv[1]); err != nil {
 				return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option statement_timeout %q: %v", kv[1], err)}
 			}
+		case name == "lock_timeout": // the write lock's wait (pgwritelock.go)
+			if _, err := parseTimeout(kv[1]); err != nil {
+				return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option lock_timeout %q: %v", kv[1], err)}
+			}
 		case name == "search_path" && duckSearchPath(kv[1]) == "main":
 			// public (Django's and Rails' schema setting): where every statement already runs
 		case !wireSettings[name]:
 			return 0, &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(
-				"startup option %s is not supported on DuckDB (only statement_timeout is applied): remove it from the connection's options", kv[0])}
+				"startup option %s is not supported on DuckDB (only statement_timeout and lock_timeout are applied): remove it from the connection's options", kv[0])}
 		}
 	}
 	return timeout, nil

@@ -73,11 +73,24 @@ type session struct {
 	fkPending, holdingKeys bool
 	// undo is a MySQL client's open transaction's statements, run again to undo one refused (mysqlstmtundo.go).
 	undo stmtLog
+	// writing: the session holds the engine's write lock; snapshot: a statement ran in the
+	// transaction (DuckDB's snapshot is taken), plainSoFar: all of them plain reads;
+	// keepSnapshot: REPEATABLE READ or SERIALIZABLE; localLockTimeout: SET LOCAL lock_timeout
+	// (pgwritelock.go).
+	writing, snapshot, plainSoFar, keepSnapshot bool
+	localLockTimeout                            *time.Duration
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	if q.Protocol == query.ProtocolPostgres {
+		return s.writeLocked(ctx, q, s.executeStatement) // pgwritelock.go
+	}
+	return s.executeStatement(ctx, q)
+}
+
+func (s *session) executeStatement(ctx context.Context, q *query.Request) (query.Rows, error) {
 	s.holdLast(ctx)
 	if q.Protocol == query.ProtocolTrino && q.Schema != "" && q.Schema != s.trinoSchema {
 		if err := followSchema(ctx, s.conn, q.Schema); err != nil {
@@ -427,6 +440,7 @@ func (s *session) Close() error {
 		s.clean = s.exec(context.Background(), "ROLLBACK") == nil && s.clean
 		s.endTx()
 	}
+	s.releaseWrites()
 	keep := s.clean
 	release(s.conn, keep)
 	return nil

@@ -103,7 +103,7 @@ func ownActivityRow(q *query.Request) string {
 		"current_database() AS datname, " + strconv.FormatUint(uint64(q.SessionID), 10) + "::INTEGER AS pid, " +
 		"NULL::INTEGER AS leader_pid, 0::BIGINT AS usesysid, " + duckString(q.User) + " AS usename, " +
 		duckString(q.Headers["application_name"]) + " AS application_name, " + nullableString(host) + " AS client_addr, " +
-		"NULL::VARCHAR AS client_hostname, " + port + "::INTEGER AS client_port, NULL::TIMESTAMPTZ AS backend_start, " +
+		"NULL::VARCHAR AS client_hostname, " + port + "::INTEGER AS client_port, " + backendStart(q) + " AS backend_start, " +
 		"current_timestamp AS xact_start, current_timestamp AS query_start, current_timestamp AS state_change, " +
 		"NULL::VARCHAR AS wait_event_type, NULL::VARCHAR AS wait_event, 'active' AS state, NULL::BIGINT AS backend_xid, " +
 		"NULL::BIGINT AS backend_xmin, NULL::BIGINT AS query_id, " + duckString(cmp.Or(q.ClientSQL, q.SQL)) + " AS query, " +
@@ -124,6 +124,14 @@ func ownProcesslistRow(q *query.Request) string {
 		"0::TINYINT AS \"MAX_STAGE\", 0.0::DECIMAL(7,3) AS \"PROGRESS\", 0::BIGINT AS \"MEMORY_USED\", " +
 		"0::BIGINT AS \"MAX_MEMORY_USED\", 0::BIGINT AS \"EXAMINED_ROWS\", 0::BIGINT AS \"QUERY_ID\", " +
 		info + " AS \"INFO_BINARY\", 0::BIGINT AS \"TID\""
+}
+
+// backendStart is the session's start as a TIMESTAMPTZ literal (NULL when the frontend gave none).
+func backendStart(q *query.Request) string {
+	if q.SessionStart.IsZero() {
+		return "NULL::TIMESTAMPTZ"
+	}
+	return "'" + q.SessionStart.UTC().Format("2006-01-02 15:04:05.999999") + "+00'::TIMESTAMPTZ"
 }
 
 // clientHostPort splits a client's address into its host (a string, "" if unknown) and port

@@ -77,6 +77,16 @@ func (s *session) setLocal(ctx context.Context, st statement) (query.Rows, error
 		s.localTimeout = &d
 		return engine.TagRows("SET"), nil
 	}
+	if name == "lock_timeout" { // the write lock's wait (pgwritelock.go)
+		value = strings.Trim(value, "'")
+		d, err := parseTimeout(value)
+		if err != nil {
+			s.fail()
+			return nil, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("invalid value for parameter \"lock_timeout\": %q", value)}
+		}
+		s.localLockTimeout = &d
+		return engine.TagRows("SET"), nil
+	}
 	if s.e.locked && !slices.Contains(settableNames, name) {
 		s.fail()
 		return nil, s.e.errLocked("SET LOCAL " + name)
@@ -111,7 +121,7 @@ func (s *session) endTx() {
 		s.e.advisory.releaseAll(s.holder, false, true)
 		s.holder = ""
 	}
-	s.localTimeout = nil
+	s.localTimeout, s.localLockTimeout = nil, nil
 	for i := len(s.locals) - 1; i >= 0; i-- {
 		l := s.locals[i]
 		if _, err := s.conn.ExecContext(context.Background(), "SET "+quoteIdent(l.name)+" = "+quoteString(l.before)); err != nil {

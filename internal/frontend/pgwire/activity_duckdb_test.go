@@ -25,7 +25,8 @@ func TestOwnSessionInPgStatActivityOnDuckDB(t *testing.T) {
 	defer cancel()
 	for _, sql := range []string{
 		`SELECT pid = pg_backend_pid() AS mine, usename = current_user AS me, application_name, state, query,
-			backend_type, client_addr IS NOT NULL AS addr, datname = current_database() AS db, xact_start IS NULL AS nx
+			backend_type, client_addr IS NOT NULL AS addr, datname = current_database() AS db, xact_start IS NULL AS nx,
+			backend_start IS NOT NULL AND backend_start <= query_start AS started
 			FROM pg_stat_activity WHERE pid = pg_backend_pid()`,
 		`SELECT count(*), min(d.datname) = current_database() FROM pg_catalog.pg_stat_activity a
 			JOIN pg_catalog.pg_database d ON d.oid = a.datid WHERE a.pid = pg_catalog.pg_backend_pid()`,

@@ -46,6 +46,7 @@ type conn struct {
 	be  *pgproto3.Backend
 
 	pid, secret uint32
+	started     time.Time // the connection's start: pg_stat_activity.backend_start on DuckDB
 	user        string
 	database    string
 	startup     map[string]string
@@ -104,7 +105,7 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{srv: s, nc: nc, typeMap: pgtype.NewMap(), txStatus: 'I', stmts: map[string]*preparedStmt{}, portals: map[string]*portal{},
-		held: s.opts.Limits.Held.Budget(s.opts.Limits.HeldBytesMax)}
+		held: s.opts.Limits.Held.Budget(s.opts.Limits.HeldBytesMax), started: time.Now()}
 	c.setStream(nc)
 	return c
 }
@@ -530,7 +531,7 @@ func (c *conn) fillRequest(req *query.Request, sql string, args []any) {
 	}
 	*req = query.Request{
 		SQL: sql, Args: args, User: c.user, Protocol: query.ProtocolPostgres,
-		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr, SessionID: c.pid, Shape: c.shaped,
+		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr, SessionID: c.pid, SessionStart: c.started, Shape: c.shaped,
 		Sequences: c.sequences,
 	}
 }

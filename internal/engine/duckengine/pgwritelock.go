@@ -1,0 +1,354 @@
+package duckengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/queryflux/queryflux/internal/pgoptions"
+	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqlstate"
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// PostgreSQL makes the second of two transactions that write one row wait for the first to
+// end; DuckDB has no row locks and fails it at its write ("Conflict on update"), so pgbench's
+// TPC-B at scale 1 (every transaction updates the one branch row) failed three transactions
+// of four with 4 clients. A PostgreSQL client's writes therefore take the database's write
+// lock first: a transaction at its first write (held to COMMIT or ROLLBACK, as PostgreSQL
+// holds row locks), a statement outside one for the statement. Writers of one database run one
+// transaction at a time; readers never wait.
+//
+// Why the whole database and not the rows or tables written: DuckDB's transaction takes its
+// snapshot at its first statement, and a write conflicts with any row committed after that
+// snapshot. Only a lock taken before the snapshot and held to the end keeps every later write
+// of the transaction free of conflicts; a lock per table would be taken at each table's first
+// write, long after the snapshot. A READ COMMITTED transaction (PostgreSQL's default) that
+// only read before its first write starts again on a fresh snapshot once it holds the lock,
+// as PostgreSQL gives each statement a fresh one; REPEATABLE READ and SERIALIZABLE keep theirs
+// and may still fail with 40001, as on PostgreSQL.
+//
+// The wait ends as PostgreSQL's does: with the lock, lock_timeout (55P03), statement_timeout
+// or the client's cancel (57014). A SELECT ... FOR UPDATE / FOR SHARE takes the lock too (its
+// rows are then the transaction's until it ends; NOWAIT answers 55P03 at once); SKIP LOCKED
+// takes none (it skips nothing, see locking.go). Other protocols' clients do not take it.
+
+// writeLock is one database's write lock: a one-slot semaphore, whose waiters Go serves
+// first come, first served.
+type writeLock struct {
+	once sync.Once
+	slot chan struct{}
+}
+
+func (l *writeLock) ch() chan struct{} {
+	l.once.Do(func() { l.slot = make(chan struct{}, 1) })
+	return l.slot
+}
+
+var (
+	errLockTimeout      = &query.Error{Code: sqlstate.LockNotAvailable, Message: "canceling statement due to lock timeout"}
+	errCanceledByClient = &query.Error{Code: sqlstate.QueryCanceled, Message: "canceling statement due to user request"}
+)
+
+// take waits for the lock: until lockTimeout or statementTimeout (0: none) runs out, or ctx
+// ends; with nowait it does not wait, and what for names the error then.
+func (l *writeLock) take(ctx context.Context, lockTimeout, statementTimeout time.Duration, nowait bool, what string) error {
+	ch := l.ch()
+	select {
+	case ch <- struct{}{}:
+		return nil
+	default:
+	}
+	if nowait {
+		return &query.Error{Code: sqlstate.LockNotAvailable, Message: "could not obtain lock on row in relation " + what}
+	}
+	var lockTimer, stmtTimer <-chan time.Time
+	if lockTimeout > 0 {
+		t := time.NewTimer(lockTimeout) //determinism:ok a real engine's lock wait (the simulator has no DuckDB)
+		defer t.Stop()
+		lockTimer = t.C
+	}
+	if statementTimeout > 0 {
+		t := time.NewTimer(statementTimeout) //determinism:ok as above
+		defer t.Stop()
+		stmtTimer = t.C
+	}
+	select {
+	case ch <- struct{}{}:
+		return nil
+	case <-lockTimer:
+		return errLockTimeout
+	case <-stmtTimer:
+		return errStatementTimeout
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return errStatementTimeout
+		}
+		return errCanceledByClient
+	}
+}
+
+func (l *writeLock) release() { <-l.ch() }
+
+// heldWrites marks a context whose caller holds the write lock: a statement it runs on the way
+// (a retry, a session of its own) does not take it again.
+type heldWrites struct{}
+
+func holdsWrites(ctx context.Context) bool { return ctx.Value(heldWrites{}) != nil }
+
+// writeIntent reads a PostgreSQL client's statement: whether it writes (or locks rows for a
+// write) and so takes the write lock; nowait: FOR UPDATE ... NOWAIT; what: the relation named
+// in NOWAIT's error.
+func writeIntent(q *query.Request) (write, nowait bool, what string) {
+	if q.Protocol != query.ProtocolPostgres {
+		return false, false, ""
+	}
+	toks := q.Analysis().Tokens
+	var words []string // significant tokens at depth 0, lower case
+	var all []string   // every word, lower case
+	depth := 0
+	for _, t := range toks {
+		if !t.Significant() {
+			continue
+		}
+		switch t.Text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		}
+		w := strings.ToLower(t.Text)
+		if t.Kind == sqltok.Word {
+			all = append(all, w)
+		}
+		if depth == 0 {
+			words = append(words, w)
+		}
+	}
+	if len(words) == 0 {
+		return false, false, ""
+	}
+	switch words[0] {
+	case "insert", "update", "delete", "merge", "create", "drop", "alter", "truncate", "comment", "grant", "revoke", "execute":
+		return true, false, ""
+	case "copy":
+		return slices.Contains(words, "from"), false, ""
+	case "lock":
+		return !(hasRun(words, "access", "share") || hasRun(words, "row", "share")), false, ""
+	case "explain":
+		return slices.Contains(all, "analyze") && writesAnywhere(all), false, ""
+	case "with":
+		if writesAnywhere(all) {
+			return true, false, ""
+		}
+	}
+	if words[0] != "select" && words[0] != "with" && words[0] != "table" || !mayLock(q.SQL) || withoutLocking(q) == q {
+		return false, false, ""
+	}
+	if hasRun(all, "skip", "locked") {
+		return false, false, ""
+	}
+	if i := slices.Index(words, "from"); i >= 0 && i+1 < len(words) {
+		what = fmt.Sprintf("%q", strings.Trim(words[i+1], `"`))
+	}
+	return true, slices.Contains(all, "nowait"), what
+}
+
+// writesAnywhere: a data-modifying word (a WITH's CTE, EXPLAIN ANALYZE's statement).
+func writesAnywhere(words []string) bool {
+	return slices.ContainsFunc(words, func(w string) bool { return w == "insert" || w == "update" || w == "delete" || w == "merge" })
+}
+
+// hasRun: words holds a then b, one after the other.
+func hasRun(words []string, a, b string) bool {
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] == a && words[i+1] == b {
+			return true
+		}
+	}
+	return false
+}
+
+// plainRead: a statement whose effects a ROLLBACK undoes completely, with nothing the client
+// saw depending on the transaction going on (a sequence's nextval does not go back).
+func plainRead(q *query.Request) bool {
+	w := leadWords(q, 1)
+	if len(w) == 0 {
+		return true
+	}
+	switch w[0] {
+	case "set", "savepoint", "release": // SET LOCAL and savepoints are the session's, kept across
+		return true
+	case "select", "with", "table", "values", "show", "explain":
+		return !containsFold(q.SQL, "nextval") && !containsFold(q.SQL, "setval") && !containsFold(q.SQL, "advisory")
+	}
+	return false
+}
+
+// keepsSnapshot: BEGIN or SET TRANSACTION asked for REPEATABLE READ or SERIALIZABLE, where
+// PostgreSQL keeps the transaction's first snapshot to its end.
+func keepsSnapshot(st statement) bool {
+	return slices.Contains(st.words, "repeatable") || slices.Contains(st.words, "serializable")
+}
+
+// lockTimeoutOf is the lock_timeout for q: the transaction's SET LOCAL, else the connection's
+// startup option (0: none).
+func (s *session) lockTimeoutOf(q *query.Request) time.Duration {
+	if s.localLockTimeout != nil {
+		return *s.localLockTimeout
+	}
+	d, _ := startupLockTimeout(q)
+	return d
+}
+
+// startupLockTimeout is the lock_timeout of q's startup options (0: none).
+func startupLockTimeout(q *query.Request) (time.Duration, error) {
+	raw := q.Headers[optionsHeader]
+	if q.Protocol != query.ProtocolPostgres || raw == "" {
+		return 0, nil
+	}
+	opts, err := pgoptions.Parse(raw)
+	if err != nil {
+		return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: err.Error()}
+	}
+	var d time.Duration
+	for _, kv := range opts {
+		if strings.ToLower(strings.ReplaceAll(kv[0], "-", "_")) == "lock_timeout" {
+			if d, err = parseTimeout(kv[1]); err != nil {
+				return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option lock_timeout %q: %v", kv[1], err)}
+			}
+		}
+	}
+	return d, nil
+}
+
+// statementTimeoutOf is the statement_timeout for q: the transaction's SET LOCAL, else the
+// connection's startup option.
+func (s *session) statementTimeoutOf(q *query.Request) time.Duration {
+	if s.localTimeout != nil {
+		return *s.localTimeout
+	}
+	d, _ := statementTimeout(q)
+	return d
+}
+
+// writeLocked runs a PostgreSQL client's statement in the session under the write lock
+// when it writes, taking it first if the session does not hold it yet.
+func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(context.Context, *query.Request) (query.Rows, error)) (query.Rows, error) {
+	write, nowait, what := writeIntent(q)
+	if write && !s.writing && s.status != 'E' && !(s.readOnly && s.status == 'T') && !holdsWrites(ctx) {
+		if err := s.e.writes.take(ctx, s.lockTimeoutOf(q), s.statementTimeoutOf(q), nowait, what); err != nil {
+			s.fail()
+			return nil, err
+		}
+		s.writing = true
+		if s.status == 'T' && s.snapshot && !s.keepSnapshot && s.plainSoFar {
+			s.holdLast(ctx) // a result still streaming would end with the transaction
+		}
+		if s.status == 'T' && s.snapshot && !s.keepSnapshot && s.plainSoFar {
+			// Only reads ran, and none of them can tell: a fresh snapshot now holds every
+			// write committed before the lock was ours.
+			if err := s.exec(ctx, "ROLLBACK"); err != nil {
+				s.fail()
+				return nil, err
+			}
+			if err := s.exec(ctx, "BEGIN TRANSACTION"); err != nil {
+				s.status = 'I' // no transaction on DuckDB's side: the client's is gone
+				s.releaseWrites()
+				return nil, err
+			}
+		}
+	}
+	if s.writing {
+		ctx = context.WithValue(ctx, heldWrites{}, true)
+	}
+	before := s.status
+	rows, err := run(ctx, q)
+	switch {
+	case s.status == 'T' && before == 'T':
+		s.snapshot = true
+		s.plainSoFar = s.plainSoFar && plainRead(q)
+	case s.status == 'T': // BEGIN
+		s.snapshot, s.plainSoFar = false, true
+		s.keepSnapshot = s.keepSnapshot || keepsSnapshot(statement{words: leadWords(q, 16)})
+	case s.status == 'I':
+		s.keepSnapshot = false
+	}
+	if s.status == 'T' && leadWords(q, 1)[0] == "set" {
+		s.keepSnapshot = s.keepSnapshot || keepsSnapshot(statement{words: leadWords(q, 16)})
+	}
+	if !s.writing || s.status != 'I' {
+		return rows, err
+	}
+	if err != nil || rows == nil || rows.Schema() == nil {
+		s.releaseWrites()
+		return rows, err
+	}
+	s.writing = false // the lock goes with the rows: a statement outside a transaction
+	return &writeRows{Rows: rows, release: s.e.writes.release}, nil
+}
+
+// releaseWrites lets go of the write lock if the session holds it.
+func (s *session) releaseWrites() {
+	if s.writing {
+		s.writing = false
+		s.e.writes.release()
+	}
+}
+
+// writeTurn takes the write lock for a PostgreSQL client's statement outside a transaction
+// (Engine.Execute); release is nil when the statement takes none.
+func (e *Engine) writeTurn(ctx context.Context, q *query.Request) (context.Context, func(), error) {
+	write, nowait, what := writeIntent(q)
+	if !write || holdsWrites(ctx) {
+		return ctx, nil, nil
+	}
+	lockTimeout, err := startupLockTimeout(q)
+	if err != nil {
+		return ctx, nil, err
+	}
+	statementTimeout, err := statementTimeout(q)
+	if err != nil {
+		return ctx, nil, err
+	}
+	if err := e.writes.take(ctx, lockTimeout, statementTimeout, nowait, what); err != nil {
+		return ctx, nil, err
+	}
+	return context.WithValue(ctx, heldWrites{}, true), e.writes.release, nil
+}
+
+// withWrites is a statement's result holding the write lock until its rows are read or closed.
+func withWrites(rows query.Rows, err error, release func()) (query.Rows, error) {
+	if err != nil || rows == nil || rows.Schema() == nil {
+		release()
+		return rows, err
+	}
+	return &writeRows{Rows: rows, release: release}, nil
+}
+
+// writeRows lets go of the write lock once its rows are read or closed.
+type writeRows struct {
+	query.Rows
+	once    sync.Once
+	release func()
+}
+
+func (r *writeRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	rec, err := r.Rows.Next(ctx)
+	if err != nil { // io.EOF or the statement's error: it is over
+		r.once.Do(r.release)
+	}
+	return rec, err
+}
+
+func (r *writeRows) Close() error {
+	err := r.Rows.Close()
+	r.once.Do(r.release)
+	return err
+}
