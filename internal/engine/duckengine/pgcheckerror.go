@@ -38,6 +38,12 @@ func (e *pgFieldsError) Unwrap() []error { return []error{e.qe, e.pg} }
 // connection), is err as it is.
 func (e *Engine) checkViolation(ctx context.Context, client *query.Request, err error) error {
 	var qe *query.Error
+	if client.Protocol == query.ProtocolPostgres && errors.As(err, &qe) && qe.Code == sqlstate.NotNullViolation {
+		return e.notNullViolation(ctx, client, err, qe) // pgnotnull.go
+	}
+	if client.Protocol == query.ProtocolPostgres && errors.As(err, &qe) && qe.Code == sqlstate.UniqueViolation {
+		return e.uniqueViolation(ctx, client, err, qe) // pgnotnull.go
+	}
 	if client.Protocol != query.ProtocolPostgres || !errors.As(err, &qe) || qe.Code != sqlstate.CheckViolation {
 		return err
 	}

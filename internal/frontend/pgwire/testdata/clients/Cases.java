@@ -38,6 +38,8 @@ public class Cases {
         run("long_session", Cases::longSession);
         run("edges", Cases::edges);
         run("metadata", Cases::metadata);
+        run("activity", Cases::activity);
+        run("writers", Cases::writers);
         conn.close();
     }
 
@@ -415,6 +417,48 @@ public class Cases {
             ResultSet rs = st.executeQuery("show statement_timeout");
             rs.next();
             return rs.getString(1);
+        }
+    }
+    // The session's own row of pg_stat_activity (cases.py's ACTIVITY): its pid the one the
+    // driver holds (getBackendPID), one row, a backend_start, its state and type.
+    static Object activity() throws Exception {
+        try (PreparedStatement ps = conn.prepareStatement("select (pg_backend_pid() = ?)::text || ' ' || count(*)::text || ' ' || "
+                + "bool_and(backend_start is not null and backend_start <= now())::text || ' ' || min(state) || ' ' || min(backend_type) "
+                + "from pg_stat_activity where pid = pg_backend_pid()")) {
+            ps.setInt(1, conn.unwrap(PGConnection.class).getBackendPID());
+            ResultSet rs = ps.executeQuery();
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
+    // Two clients write one row (cases.py's writers): the second waits for the first's COMMIT
+    // and writes on what it committed, "the second's answer and the row after".
+    static Object writers() throws Exception {
+        String t = table + "_w";
+        try (Connection a = DriverManager.getConnection(url); Connection b = DriverManager.getConnection(url);
+                Statement sa = a.createStatement(); Statement sb = b.createStatement()) {
+            sa.execute("create table " + t + " (id int primary key, n int)");
+            sa.execute("insert into " + t + " values (1, 1)");
+            a.setAutoCommit(false);
+            sa.executeUpdate("update " + t + " set n = n + 1 where id = 1");
+            String[] second = {"waiting"};
+            Thread th = new Thread(() -> {
+                try {
+                    second[0] = String.valueOf(sb.executeUpdate("update " + t + " set n = n * 10 where id = 1"));
+                } catch (SQLException e) {
+                    second[0] = "error " + e.getSQLState();
+                }
+            });
+            th.start();
+            Thread.sleep(300);
+            sa.executeUpdate("update " + t + " set n = n + 2 where id = 1");
+            a.commit();
+            th.join(60000);
+            a.setAutoCommit(true);
+            ResultSet rs = sa.executeQuery("select n from " + t);
+            rs.next();
+            return second[0] + " " + rs.getInt(1);
         }
     }
 }

@@ -125,6 +125,35 @@ async function nestedTx(c, table) {
   return out.join(' ');
 }
 
+// The session's own row of pg_stat_activity: its pid the one the driver holds, one row, a
+// backend_start, its state and type.
+const ACTIVITY = "select (pg_backend_pid() = $1::int)::text || ' ' || count(*)::text || ' ' || " +
+  "bool_and(backend_start is not null and backend_start <= now())::text || ' ' || min(state) || ' ' || min(backend_type) " +
+  'from pg_stat_activity where pid = pg_backend_pid()';
+
+// Two clients write one row: the second waits for the first's COMMIT and writes on what it
+// committed (PostgreSQL's row lock), "the second's answer and the row after".
+async function writers(url, table) {
+  const a = new Client({ connectionString: url });
+  const b = new Client({ connectionString: url });
+  await a.connect();
+  await b.connect();
+  try {
+    await a.query(`create table ${table} (id int primary key, n int)`);
+    await a.query(`insert into ${table} values (1, 1)`);
+    await a.query('begin');
+    await a.query(`update ${table} set n = n + 1 where id = 1`);
+    const second = b.query(`update ${table} set n = n * 10 where id = 1`).then((r) => `${r.rowCount}`, (e) => `error ${e.code}`);
+    await new Promise((r) => setTimeout(r, 300));
+    await a.query(`update ${table} set n = n + 2 where id = 1`);
+    await a.query('commit');
+    return `${await second} ${(await a.query(`select n from ${table}`)).rows[0].n}`;
+  } finally {
+    await a.end();
+    await b.end();
+  }
+}
+
 async function main() {
   const client = new Client({ connectionString: url });
   const notices = [];
@@ -202,6 +231,8 @@ async function main() {
         await c.end();
       }
     },
+    async activity() { return (await client.query({ text: ACTIVITY, values: [client.processID], rowMode: 'array' })).rows[0][0]; },
+    async writers() { return writers(url, `${table}_w`); },
     async long_session() { return longSession(url, `${table}_s`); },
     async edges() { return edges(client, `${table}_e`); },
     async error_recovers() {

@@ -143,6 +143,46 @@ def edges(q, table):
     return " ".join(out)
 
 
+# The session's own row of pg_stat_activity: its pid the one the driver holds, one row, a
+# backend_start, its state and type.
+ACTIVITY = ("select (pg_backend_pid() = %s)::text || ' ' || count(*)::text || ' ' || "
+            "bool_and(backend_start is not null and backend_start <= now())::text || ' ' || min(state) || ' ' || "
+            "min(backend_type) from pg_stat_activity where pid = pg_backend_pid()")
+
+
+def writers(connect, table):
+    """Two clients write one row: the second waits for the first's COMMIT and writes on what
+    it committed (PostgreSQL's row lock): "the second's answer and the row after"."""
+    import threading
+    import time
+    a, b = connect(), connect()
+    try:
+        ka, kb = a.cursor(), b.cursor()
+        ka.execute("create table %s (id int primary key, n int)" % table)
+        ka.execute("insert into %s values (1, 1)" % table)
+        ka.execute("begin")
+        ka.execute("update %s set n = n + 1 where id = 1" % table)
+        second = []
+
+        def write():
+            try:
+                kb.execute("update %s set n = n * 10 where id = 1" % table)
+                second.append(str(kb.rowcount))
+            except Exception as e:
+                second.append("error %s" % (getattr(e, "pgcode", None) or getattr(getattr(e, "diag", None), "sqlstate", None)))
+        th = threading.Thread(target=write)
+        th.start()
+        time.sleep(0.3)
+        ka.execute("update %s set n = n + 2 where id = 1" % table)
+        ka.execute("commit")
+        th.join(60)
+        ka.execute("select n from %s" % table)
+        return "%s %s" % (second[0] if second else "waiting", ka.fetchone()[0])
+    finally:
+        a.close()
+        b.close()
+
+
 def psycopg2_cases():
     import psycopg2
     import psycopg2.extensions
@@ -305,6 +345,19 @@ def psycopg2_cases():
         cur.execute("select 1/0")
         return cur.fetchone()[0]
 
+    def activity():
+        cur.execute(ACTIVITY, (conn.get_backend_pid(),))
+        v = cur.fetchone()[0]
+        conn.commit()
+        return v
+
+    def writers_case():
+        def connect():
+            c = psycopg2.connect(dsn)
+            c.autocommit = True
+            return c
+        return writers(connect, table + "_w")
+
     def nested():
         def execute(sql):
             cur.execute(sql)
@@ -316,7 +369,7 @@ def psycopg2_cases():
                      ("bytea", bytea), ("named_cursor", named_cursor), ("with_hold", with_hold), ("cursors", cursors),
                      ("edges", edge_values),
                      ("session_set", session_set), ("notify", notify), ("options", options), ("recover", recover),
-                     ("long_session", session)]:
+                     ("activity", activity), ("writers", writers_case), ("long_session", session)]:
         case(name, fn)
         if conn.status != psycopg2.extensions.STATUS_READY:
             conn.rollback()
@@ -478,6 +531,14 @@ def psycopg3_cases():
     def div_zero():
         return conn.execute("select 1/0").fetchone()[0]
 
+    def activity():
+        v = conn.execute(ACTIVITY, (conn.info.backend_pid,)).fetchone()[0]
+        conn.commit()
+        return v
+
+    def writers_case():
+        return writers(lambda: psycopg.connect(dsn, autocommit=True), table + "_w")
+
     def nested():
         def execute(sql):
             cur = conn.execute(sql)
@@ -489,7 +550,8 @@ def psycopg3_cases():
                      ("bytea", bytea), ("prepared", prepared), ("pipeline", pipeline), ("edges", edge_values),
                      ("named_cursor", named_cursor), ("cursors", cursors), ("cursor_hold", cursor_hold),
                      ("notify", notify), ("options", options), ("names", names),
-                     ("rollback_prepared", rollback_prepared), ("long_session", session)]:
+                     ("rollback_prepared", rollback_prepared), ("activity", activity), ("writers", writers_case),
+                     ("long_session", session)]:
         case(name, fn)
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.rollback()
