@@ -31,34 +31,49 @@ var wireSettings = map[string]bool{
 // statementTimeout reads q's startup options: the statement_timeout to apply (0: none), or an
 // error naming an option this engine cannot apply.
 func statementTimeout(q *query.Request) (time.Duration, error) {
+	timeout, _, err := startupTimeouts(q)
+	return timeout, err
+}
+
+// startupLockTimeout is the lock_timeout of q's startup options (0: none): the write lock's
+// wait (pgwritelock.go).
+func startupLockTimeout(q *query.Request) (time.Duration, error) {
+	_, lock, err := startupTimeouts(q)
+	return lock, err
+}
+
+// startupTimeouts reads q's startup options: statement_timeout and lock_timeout (0: none), or
+// an error naming an option this engine cannot apply.
+func startupTimeouts(q *query.Request) (timeout, lock time.Duration, err error) {
 	raw := q.Headers[optionsHeader]
 	if q.Protocol != query.ProtocolPostgres || raw == "" {
-		return 0, nil
+		return 0, 0, nil
 	}
 	opts, err := pgoptions.Parse(raw)
 	if err != nil {
-		return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: err.Error()}
+		return 0, 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: err.Error()}
 	}
-	var timeout time.Duration
 	for _, kv := range opts {
 		name := strings.ToLower(strings.ReplaceAll(kv[0], "-", "_"))
 		switch {
-		case name == "statement_timeout":
-			if timeout, err = parseTimeout(kv[1]); err != nil {
-				return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option statement_timeout %q: %v", kv[1], err)}
+		case name == "statement_timeout" || name == "lock_timeout":
+			d, err := parseTimeout(kv[1])
+			if err != nil {
+				return 0, 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option %s %q: %v", name, kv[1], err)}
 			}
-		case name == "lock_timeout": // the write lock's wait (pgwritelock.go)
-			if _, err := parseTimeout(kv[1]); err != nil {
-				return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option lock_timeout %q: %v", kv[1], err)}
+			if name == "lock_timeout" {
+				lock = d
+			} else {
+				timeout = d
 			}
 		case name == "search_path" && duckSearchPath(kv[1]) == "main":
 			// public (Django's and Rails' schema setting): where every statement already runs
 		case !wireSettings[name]:
-			return 0, &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(
+			return 0, 0, &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(
 				"startup option %s is not supported on DuckDB (only statement_timeout and lock_timeout are applied): remove it from the connection's options", kv[0])}
 		}
 	}
-	return timeout, nil
+	return timeout, lock, nil
 }
 
 // parseTimeout reads a statement_timeout as PostgreSQL does: milliseconds, or a number with a

@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/queryflux/queryflux/internal/pgoptions"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -205,27 +204,6 @@ func (s *session) lockTimeoutOf(q *query.Request) time.Duration {
 	}
 	d, _ := startupLockTimeout(q)
 	return d
-}
-
-// startupLockTimeout is the lock_timeout of q's startup options (0: none).
-func startupLockTimeout(q *query.Request) (time.Duration, error) {
-	raw := q.Headers[optionsHeader]
-	if q.Protocol != query.ProtocolPostgres || raw == "" {
-		return 0, nil
-	}
-	opts, err := pgoptions.Parse(raw)
-	if err != nil {
-		return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: err.Error()}
-	}
-	var d time.Duration
-	for _, kv := range opts {
-		if strings.ToLower(strings.ReplaceAll(kv[0], "-", "_")) == "lock_timeout" {
-			if d, err = parseTimeout(kv[1]); err != nil {
-				return 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option lock_timeout %q: %v", kv[1], err)}
-			}
-		}
-	}
-	return d, nil
 }
 
 // statementTimeoutOf is the statement_timeout for q: the transaction's SET LOCAL, else the
