@@ -75,6 +75,7 @@ type stmtLog struct {
 func (l *stmtLog) reset() {
 	clear(l.stmts)
 	l.stmts, l.bytes, l.lost, l.lostAt, l.marks, l.differed = l.stmts[:0], 0, false, 0, l.marks[:0], false
+	l.snaps = 0 // the next transaction's copies reuse the names: as many as one log's at most
 }
 
 // lose notes that the log cannot undo what ran from its n-th statement on.
