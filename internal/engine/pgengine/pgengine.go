@@ -340,7 +340,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 	} else {
 		sqlText = numberedParams(q)
 		if q.Protocol == query.ProtocolMySQL {
-			sqlText = mysqlConcat(sqlText) // CONCAT with a NULL is NULL, as MariaDB's
+			sqlText = mysqlText(sqlText) // MySQL's functions, NULLs sorted, as MariaDB's
 		}
 	}
 	var trino trinopg.Translation

@@ -174,7 +174,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		}
 	}
 	req := h.request(sent, args)
-	counted := h.divideOnPostgreSQL(req, sql, sent, args) // divops.go
+	counted := h.divideOnPostgreSQL(req, sql, sent, args) // divops.go, decimals.go
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.mu.Lock()
 	h.cancel = cancel
