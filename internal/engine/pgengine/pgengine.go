@@ -103,7 +103,14 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	rawCfg.DialFunc = plainDial // its sockets are lent to event loops as *net.TCPConn
 	raw := newRawPool(rawCfg)
 	raw.zone = zone
-	conns.reclaim = func() bool { return raw.closeIdle() || closeIdlePgx(pool) }
+	conns.reclaim = func() bool {
+		if raw.closeIdle() || closeIdlePgx(pool) {
+			return true
+		}
+		raw.reclaimHeld() // given back, they are idle at the taker's next try
+		return false
+	}
+	conns.waiting = &raw.holds.waiting
 	raw.mustWait = func() bool { return conns.spent() && pool.Stat().IdleConns() == 0 }
 	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, hot: hot, raw: raw, shapes: newShapes(),
 		database: cfg.ConnConfig.Database, zone: zone, busy: func() bool { return raw.mustWait() && !raw.hasIdle() }}, nil
