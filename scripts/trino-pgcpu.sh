@@ -6,7 +6,8 @@
 # qf_trino_pgcpu, made if missing), whose backends are found in pg_stat_activity. CPU times
 # are not wall times, but a loaded machine inflates them too (caches, frequency): compare
 # builds side by side (give several BINs in BIN, space-separated: they alternate, ROUNDS
-# times). Ports from PORT0 (default 20720; add your port offset).
+# times). OPTIONS adds to the cluster's options (", exec_mode: cache_statement"). Ports from
+# PORT0 (default 20720; add your port offset).
 #
 #	scripts/trino-pgcpu.sh "/tmp/qf-base /tmp/qf-new" 10000 3
 set -euo pipefail
@@ -40,7 +41,7 @@ queryflux:
     trino: {enabled: true, listen: "127.0.0.1:$PORT0", postAnswerClients: ["benchtrino/"]}
 settings: {security: {trustLoopback: true}}
 clusters:
-  - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable}}
+  - {name: pg, engine: postgres, endpoint: "127.0.0.1:5432", database: $DB, credentials: {user: postgres}, maxRunningQueries: 16, options: {sslmode: disable${OPTIONS:-}}}
 clusterGroups:
   - {name: pg, members: [pg], maxQueuedQueries: 1000, capacityWaitTimeoutSecs: 30, poolMode: transaction}
 routers:

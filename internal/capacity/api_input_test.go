@@ -1,12 +1,14 @@
 package capacity_test
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/node/env"
@@ -43,5 +45,34 @@ func TestAcquireWithBadInputIsRefusedWhole(t *testing.T) {
 	}
 	if code, body := post(`{"cluster":"c","cap":1,"ttlMillis":60000,"holder":"w1"}`); code != http.StatusOK || !strings.Contains(body, `"granted":true`) {
 		t.Fatalf("the same acquire, well formed: %d %s", code, body)
+	}
+}
+
+// TestAcquireCarryingAnotherWorkersLeaseGrantsNothing: a worker's acquire that carries the
+// release of a lease another worker holds is refused 403 whole: the other worker's lease stays,
+// and the slot the acquire was granted first is given back at once, not held until the sweep.
+func TestAcquireCarryingAnotherWorkersLeaseGrantsNothing(t *testing.T) {
+	store := capacity.NewMemory()
+	api := capacity.NewAPI(store, store, env.Real(slog.New(slog.DiscardHandler)), nil)
+	theirs, err := store.Acquire(t.Context(), "c", "w1", 2, time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range api.Endpoints() {
+		if ep.Path != capacity.PathAcquire {
+			continue
+		}
+		body := fmt.Sprintf(`{"cluster":"c","cap":2,"ttlMillis":60000,"release":[{"id":%q,"generation":%d}]}`, theirs.ID, theirs.Generation)
+		req := httptest.NewRequest(http.MethodPost, capacity.PathAcquire, strings.NewReader(body))
+		req.Header.Set("Content-Type", capacity.MediaJSON)
+		rec := httptest.NewRecorder()
+		ep.Serve(rec, req, "w2")
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("acquire carrying w1's lease: %d %s, want 403", rec.Code, strings.TrimSpace(rec.Body.String()))
+		}
+	}
+	ls, err := store.List(t.Context(), "c")
+	if err != nil || len(ls) != 1 || ls[0].ID != theirs.ID {
+		t.Fatalf("after the refused acquire: %+v %v, want only w1's lease %s", ls, err, theirs.ID)
 	}
 }
