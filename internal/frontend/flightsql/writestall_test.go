@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	fsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -37,6 +38,21 @@ func smallWindowClient(t *testing.T, addr string) *fsql.Client {
 	return c
 }
 
+// openStream executes sql and opens its DoGet, released when t ends.
+func openStream(t *testing.T, ctx context.Context, c *fsql.Client, sql string) *flight.Reader {
+	t.Helper()
+	info, err := c.Execute(ctx, sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Release)
+	return r
+}
+
 func stallEngines(t *testing.T) []engine.Spec {
 	return []engine.Spec{
 		{Name: "pg", Kind: "postgres", Endpoint: pgtest.NewDatabase(t)},
@@ -59,15 +75,7 @@ func TestAStreamWhoseClientStopsReadingEnds(t *testing.T) {
 			stops, other := smallWindowClient(t, addr), dialFlight(t, addr)
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			defer cancel()
-			info, err := stops.Execute(ctx, "SELECT g, repeat('x', 1000) AS s FROM generate_series(1, 1000000) AS t(g)")
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := stops.DoGet(ctx, info.Endpoint[0].Ticket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Release()
+			r := openStream(t, ctx, stops, "SELECT g, repeat('x', 1000) AS s FROM generate_series(1, 1000000) AS t(g)")
 			if !r.Next() {
 				t.Fatalf("no first batch: %v", r.Err())
 			}
@@ -99,15 +107,7 @@ func TestASlowSteadyStreamReaderIsNotCut(t *testing.T) {
 			c := smallWindowClient(t, addr)
 			ctx := context.Background()
 			const rows = 12000
-			info, err := c.Execute(ctx, fmt.Sprintf("SELECT g, repeat('x', 1000) AS s FROM generate_series(1, %d) AS t(g)", rows))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Release()
+			r := openStream(t, ctx, c, fmt.Sprintf("SELECT g, repeat('x', 1000) AS s FROM generate_series(1, %d) AS t(g)", rows))
 			got, batches := 0, 0
 			for r.Next() {
 				got += int(r.RecordBatch().NumRows())
