@@ -398,6 +398,17 @@ if [ "$MYSQL_OK" = 1 ]; then
 		MYPROC[sockmap]=$!
 		if listening "$p"; then MY_SOCKMAP_PORT=$p; else log "mysql sockmap: left out ($(head -c 300 "$TMP/my-sockmap.log"))"; fi
 	fi
+	# results-ring: benchrelay -loop -sockmap-results on io_uring, each request read by the event
+	# loop and the answers spliced in the kernel (internal/sockmap's result splice); left out
+	# with the sockmap row, where io_uring is not, or where BPF is refused.
+	MY_RESULTS_PORT=
+	if [ -n "$MY_SOCKMAP_PORT" ] && [ "$URING_OK" = 1 ]; then
+		p=$(freeport)
+		QUERYFLUX_RELAY_BACKEND=uring "$TMP/benchrelay" -loop -sockmap-results -listen "127.0.0.1:$p" -upstream 127.0.0.1:3306 >"$TMP/my-results-ring.log" 2>&1 &
+		PIDS+=($!)
+		MYPROC[results-ring]=$!
+		if listening "$p"; then MY_RESULTS_PORT=$p; else log "mysql results-ring: left out ($(head -c 300 "$TMP/my-results-ring.log"))"; fi
+	fi
 	MYPROC[haproxy]=${PROC[haproxy]}
 	MY_TARGETS=(direct haproxy go-relay loop-relay passthrough pass-nospin arrow worker)
 	declare -A MYDSN=(
@@ -418,6 +429,10 @@ if [ "$MYSQL_OK" = 1 ]; then
 	if [ -n "$MY_SOCKMAP_PORT" ]; then
 		MY_TARGETS+=(sockmap)
 		MYDSN[sockmap]="root@tcp(127.0.0.1:$MY_SOCKMAP_PORT)/mysql"
+	fi
+	if [ -n "$MY_RESULTS_PORT" ]; then
+		MY_TARGETS+=(results-ring)
+		MYDSN[results-ring]="root@tcp(127.0.0.1:$MY_RESULTS_PORT)/mysql"
 	fi
 	if [ -n "$MY_SOCK" ]; then
 		MY_TARGETS+=(ring-unix direct-unix)
@@ -634,6 +649,7 @@ echo "haproxy: haproxy $(haproxy -v 2>/dev/null | sed -n '1s/^HAProxy version \(
 echo "go-relay: scripts/benchrelay, a Go byte relay with no protocol work (goroutines and io.Copy, one hop)"
 echo "loop-relay: scripts/benchrelay -loop, the same on an event loop (internal/relayloop: one thread in epoll, the server's messages framed, ReadyForQuery watched)"
 echo "loop-ring (where io_uring works): loop-relay with internal/relayloop on io_uring (QUERYFLUX_RELAY_BACKEND=uring); the daemons' rows run on the backend of this run's environment (QUERYFLUX_RELAY_BACKEND=${QUERYFLUX_RELAY_BACKEND:-unset: the default})"
+[ -n "${MY_RESULTS_PORT:-}" ] && echo "mysql results-ring: scripts/benchrelay -loop -sockmap-results on io_uring: requests read by the event loop, answers spliced in the kernel (a verdict program following the MySQL packets records each answer's end); its kworkers' and the verdict's CPU is in the machine column"
 [ -n "${MY_SOCKMAP_PORT:-}" ] && echo "mysql sockmap: scripts/benchrelay -sockmap, the bytes relayed in the kernel (a sockhash and an sk_skb verdict program; the sends run in per-CPU kworkers, so its cpu_us/q is ~0: its cost is in the machine column)"
 [ -n "${MY_SOCK:-}" ] && echo "mysql ring-unix: loop-ring (-loop -raw on io_uring) to MariaDB's Unix socket $MY_SOCK instead of 127.0.0.1:3306 (its engine leg without TCP/IP); direct-unix: benchclient on that socket (vs_direct of both: against direct on TCP)"
 echo "uring-relay (where io_uring works): scripts/benchrelay -uring -peek, the bare relay on one io_uring (internal/uring: multishot receives into provided buffers, one enter a turn), framing as loop-relay"

@@ -5,7 +5,10 @@
 # (qps, and the target process's CPU per statement from /proc/PID/stat), then the medians over
 # the rounds. A TARGET is "direct" (MariaDB on 127.0.0.1:3306, root), "loop-relay"
 # (scripts/benchrelay -loop -raw on epoll; RELAY=PATH runs one built elsewhere), "loop-ring" (the
-# same on io_uring, as bench-proxy's loop-ring row), "haproxy" (mode tcp, one
+# same on io_uring, as bench-proxy's loop-ring row), "sockmap" / "sockmap-verdict" (benchrelay
+# -sockmap, with and without the stream parser), "sockmap-results" (benchrelay -sockmap-results:
+# each request read by a goroutine, the answers spliced), "results-ring" (the same with the
+# requests read by the event loop on io_uring: -loop -sockmap-results), "haproxy" (mode tcp, one
 # thread, as bench-proxy runs it) or NAME=BIN: a standalone queryflux daemon of binary BIN in
 # bench-proxy's passthrough configuration (with its PostgreSQL frontend and cluster too, as there,
 # when PG=1: PostgreSQL on 127.0.0.1:5432, database qf_bench made by bench-proxy.sh; each such
@@ -46,13 +49,15 @@ for t in "$@"; do
 		DSN[$t]="root@tcp(127.0.0.1:$p)/mysql"
 		waitport $p
 		;;
-	sockmap | sockmap-verdict)
+	sockmap | sockmap-verdict | sockmap-results | results-ring)
 		if [ ! -x "$TMP/benchrelay" ]; then
 			if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay); fi
 		fi
-		p=$(freeport) flags=
-		[ "$t" = sockmap-verdict ] && flags=-sockmap-verdict-only
-		"$TMP/benchrelay" -sockmap $flags -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/$t.log" 2>&1 &
+		p=$(freeport) flags=-sockmap
+		[ "$t" = sockmap-verdict ] && flags="-sockmap -sockmap-verdict-only"
+		[ "$t" = sockmap-results ] && flags=-sockmap-results
+		[ "$t" = results-ring ] && flags="-loop -sockmap-results"
+		QUERYFLUX_RELAY_BACKEND=uring "$TMP/benchrelay" $flags -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/$t.log" 2>&1 &
 		PIDS+=($!) PID[$t]=$!
 		DSN[$t]="root@tcp(127.0.0.1:$p)/mysql"
 		waitport $p

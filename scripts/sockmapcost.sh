@@ -6,7 +6,11 @@
 # own thread's samples (its system calls carry the peers' loopback receives in softirq); the
 # splice's is the samples of the kworkers that run sk_psock_backlog (the redirected send, the
 # peer's receive in its softirq) plus the samples under strp_data_ready / sk_psock_verdict
-# (the parser and the verdict program, run in the softirq of whoever sent). Prints per round and
+# (the parser and the verdict program, run in the softirq of whoever sent). TARGETS (default
+# "loop-ring sockmap") may name sockmap-results (benchrelay -sockmap-results: requests read by a
+# goroutine a client, answers spliced) and results-ring (the requests on the event loop on
+# io_uring, -loop -sockmap-results): their cost is the relay's own samples (the request direction) plus
+# the kworkers' and the verdict's as for sockmap. Prints per round and
 # target: qps, us of CPU per statement, and the split. RELAY/BENCHCLIENT=PATH use binaries built
 # elsewhere. Root (perf -a).
 set -euo pipefail
@@ -19,9 +23,13 @@ if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && 
 if [ -n "${BENCHCLIENT:-}" ]; then cp "$BENCHCLIENT" "$TMP/benchclient"; else (cd "$ROOT" && go build -o "$TMP/benchclient" ./scripts/benchclient); fi
 freeport() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 for r in $(seq "$ROUNDS"); do
-	for t in loop-ring sockmap; do
+	for t in ${TARGETS:-loop-ring sockmap}; do
 		p=$(freeport)
-		if [ $t = sockmap ]; then
+		if [ $t = results-ring ]; then
+			QUERYFLUX_RELAY_BACKEND=uring "$TMP/benchrelay" -loop -sockmap-results -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/log" 2>&1 &
+		elif [ $t = sockmap-results ]; then
+			"$TMP/benchrelay" -sockmap-results -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/log" 2>&1 &
+		elif [ $t = sockmap ]; then
 			"$TMP/benchrelay" -sockmap -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/log" 2>&1 &
 		else
 			QUERYFLUX_RELAY_BACKEND=uring "$TMP/benchrelay" -loop -raw -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/log" 2>&1 &
@@ -39,7 +47,8 @@ for r in $(seq "$ROUNDS"); do
 			function flush() {
 				if (!have) return
 				if (t == "loop-ring" && comm ~ /^benchrelay/) { own++ }
-				if (t == "sockmap") {
+				if (t ~ /results/ && comm ~ /^benchrelay/) { mine++ }
+				else if (t ~ /sockmap|results/) {
 					if (comm ~ /^kworker/ && backlog) own++
 					else if (comm ~ /^kworker/) kw++
 					else if (verdict) soft++
@@ -53,8 +62,9 @@ for r in $(seq "$ROUNDS"); do
 			END {
 				flush()
 				us = 1e6 / f / n
-				printf "%-9s qps %6d  hop_us/stmt %.2f", t, qps, (own + soft) * us
-				if (t == "sockmap") printf " (kworker backlog %.2f, parser+verdict in the sender'"'"'s softirq %.2f; other kworker %.2f)", own * us, soft * us, kw * us
+				printf "%-15s qps %6d  hop_us/stmt %.2f", t, qps, (own + soft + mine) * us
+				if (t ~ /results/) printf " [the relay'"'"'s request path %.2f]", mine * us
+				if (t ~ /sockmap|results/) printf " (kworker backlog %.2f, parser+verdict in the sender'"'"'s softirq %.2f; other kworker %.2f)", own * us, soft * us, kw * us
 				printf "  load %s\n", ld
 			}'
 	done

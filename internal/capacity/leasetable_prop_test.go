@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // TestLeaseTableKeepsItsCountsUnderAnyEvents drives a leaseTable with random events in any
@@ -18,6 +20,9 @@ import (
 // The table's own invariant checks (occupied <= cap at every admission, no lease renewed or
 // reused after its release) panic if they break.
 func TestLeaseTableKeepsItsCountsUnderAnyEvents(t *testing.T) {
+	// A case costs under a millisecond, and an idle lease's expiry with a reused cluster's
+	// check takes hundreds of cases to meet.
+	testlong.RapidChecks(t, 3000, 30000)
 	rapid.Check(t, func(rt *rapid.T) {
 		m := &tableModel{t: newLeaseTable(tableConfig{
 			LeaseTTL: 3 * time.Second, DriftMargin: 500 * time.Millisecond, RenewEvery: time.Second,

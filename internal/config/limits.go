@@ -11,7 +11,7 @@ package config
 //	    maxPreAuthMessageBytes: 65536 # one client message before login
 //	    maxMessageBytes: 67108864     # one client message after login
 //	    messageTimeoutSecs: 30        # a message begun must arrive whole within this
-//	    writeStallTimeoutSecs: 60     # a PostgreSQL / MySQL client taking nothing of its answer for this long is ended
+//	    writeStallTimeoutSecs: 60     # a PostgreSQL / MySQL / Flight SQL client taking nothing of its answer for this long is ended
 //	    maxHeldBytesPerConnection: 67108864 # what one client leaves held (prepared statements...)
 //	    maxHeldBytes: 2147483648      # what all clients of this node leave held together
 //	    loginThrottle: {failures: 10, windowSecs: 60, backoffSecs: 300}
@@ -26,7 +26,10 @@ type Limits struct {
 	// suspended); past it the connection is closed, its running query cancelled and its engine
 	// connection and capacity slot freed, counted (queryflux_frontend_bound_refusals_total,
 	// bound write_stall) and logged (0: 60, as MariaDB's net_write_timeout). A slow reader that
-	// keeps reading is never cut, however long its answer takes.
+	// keeps reading is never cut, however long its answer takes. On Flight SQL it bounds each
+	// message of a stream (a DoGet's batch) waiting for the client to take the one before: past
+	// it the stream ends (DeadlineExceeded) with its query, and the connection's other calls go
+	// on. Trino HTTP clients poll instead: see the trino frontend's clientTimeoutSecs.
 	WriteStallTimeoutSecs int `yaml:"writeStallTimeoutSecs" json:"writeStallTimeoutSecs"`
 	// MaxConnectionsPerSource is one source address's share of maxConnections on each frontend:
 	// its connections not yet logged in (on Trino HTTP and Flight SQL, which log in per

@@ -137,7 +137,8 @@ type Frontend struct {
 	// ClientTimeoutSecs (Trino only) cancels a query whose client has neither polled it nor
 	// deleted it for this many seconds, freeing its engine query and capacity slot, as Trino's
 	// query.client.timeout does; 0 or more, 0 meaning 300 (Trino's default). A DELETE stops it
-	// at once.
+	// at once. Each is counted (queryflux_frontend_bound_refusals_total, bound client_timeout)
+	// and logged with the query's id and user, never its text.
 	ClientTimeoutSecs int `yaml:"clientTimeoutSecs" json:"clientTimeoutSecs,omitempty"`
 	// PostWaitMicros (Trino only) is how long a statement's POST waits for the statement to
 	// end, for the clients of postAnswerClients: one that ended within it, its rows within one

@@ -42,6 +42,34 @@ type PGWireOptions struct {
 	// The proxy core's wire sets it: its slot's tag is the statements' (a context lookup of a
 	// key ctx does not hold walks the whole chain, ~110 instructions a transaction).
 	TagGiven bool
+	// Kept is the owner's last wire, which its caller may keep between transactions
+	// (PGWireKeeper.Keep): under NoWait, when it is kept and its connection serves this
+	// transaction at once (the owner's, its setup, the tag), it is the answer, taken over
+	// without the pool. Otherwise it is left alone (its caller gives it back) and its memory
+	// is not reused.
+	Kept PGWire
+}
+
+// PGWireKeeper is a PGWireSocket whose connection a frontend's event loop may keep plugged in
+// between its owner's transactions (transaction pool mode), rather than give it back and take
+// it again each time; it still counts in the engine's budget.
+type PGWireKeeper interface {
+	// Keep is asked at a transaction's end, before the wire's Close: true when h may keep the
+	// connection (Close then leaves it out of the pool) until the owner's next OpenPGWire
+	// takes it over (PGWireOptions.Kept) or h gives it back. From the first Keep until it
+	// gives the connection back, h must answer Reclaim.
+	Keep(h PGWireHolder) bool
+	// GiveBack returns a kept connection its holder let go of (its socket unplugged): to the
+	// pool, or closed when not healthy.
+	GiveBack(healthy bool)
+}
+
+// PGWireHolder keeps engine connections between its owner's transactions.
+type PGWireHolder interface {
+	// Reclaim asks for w (a wire it kept) back: given back at once when it is kept between
+	// transactions, else at its transaction's end (Keep answers false then). It must not
+	// wait.
+	Reclaim(w PGWire)
 }
 
 // ErrWouldWait is the answer of an operation told not to wait (PGWireOptions.NoWait, the

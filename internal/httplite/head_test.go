@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/textproto"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
+	"golang.org/x/net/http/httpguts"
 	"pgregory.net/rapid"
 )
 
@@ -259,4 +261,44 @@ func TestContentLengthIsParseIntOfDigits(t *testing.T) {
 			rt.Fatalf("contentLength(%q) = %d, %v; want %d, %v", s, got, ok, n, want)
 		}
 	})
+}
+
+// TestTokenFormIsHTTPsAndTextprotos: tokenForm tells a token as httpguts does, and its
+// canonical form as textproto writes it, for names of any bytes (a field name's checks).
+func TestTokenFormIsHTTPsAndTextprotos(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		alphabet := "aZzA-09_!~" // token bytes, and sometimes others
+		if rapid.Bool().Draw(t, "others") {
+			alphabet += " :\x80\xff\t\"("
+		}
+		b := rapid.SliceOfN(rapid.SampledFrom([]byte(alphabet)), 0, 12).Draw(t, "name")
+		s := string(b)
+		token, canonical := tokenForm(s)
+		wantToken := s != ""
+		for _, c := range b {
+			wantToken = wantToken && httpguts.IsTokenRune(rune(c))
+		}
+		if token != wantToken || isToken(s) != wantToken {
+			t.Fatalf("%q: token %v (isToken %v), httpguts %v", s, token, isToken(s), wantToken)
+		}
+		if wantToken && canonical != (textproto.CanonicalMIMEHeaderKey(s) == s) {
+			t.Fatalf("%q: canonical %v, textproto's form %q", s, canonical, textproto.CanonicalMIMEHeaderKey(s))
+		}
+	})
+}
+
+// TestTokenFormOfFieldNames: the names clients send, canonical or not, and a capital after each
+// hyphen.
+func TestTokenFormOfFieldNames(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		token, canonical bool
+	}{
+		{"X-Trino-User", true, true}, {"x-trino-user", true, false}, {"X-trino-User", true, false}, {"X-TRINO", true, false},
+		{"-A", true, true}, {"-a", true, false}, {"A--B", true, true}, {"Content-Length", true, true}, {"A b", false, false}, {"", false, false},
+	} {
+		if token, canonical := tokenForm(c.name); token != c.token || canonical != c.canonical {
+			t.Errorf("tokenForm(%q) = %v, %v; want %v, %v", c.name, token, canonical, c.token, c.canonical)
+		}
+	}
 }

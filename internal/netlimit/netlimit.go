@@ -78,7 +78,8 @@ type Limits struct {
 	InFlight *heldmem.Pool
 	// WriteStallTimeout bounds how long a write to a logged-in PostgreSQL or MySQL client may
 	// make no progress (the client took and acknowledged nothing): past it the connection
-	// ends, its engine query with it (BoundWrites, WriteStalled).
+	// ends, its engine query with it (BoundWrites, WriteStalled). On Flight SQL, how long one
+	// message of a stream may wait for the client to take the one before.
 	WriteStallTimeout time.Duration
 }
 

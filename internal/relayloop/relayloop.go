@@ -174,6 +174,9 @@ var ErrMessageTooLarge = errors.New("relayloop: a watched message is larger than
 type PG struct {
 	Watched, Counted [256]bool
 	Count, Bytes     int64
+	// WatchAll watches every message, whatever its type: a peer that should be silent (an
+	// engine connection kept between a client's transactions) is seen whatever it says.
+	WatchAll bool
 }
 
 // PGWatching is a PG framer that watches the given message types.
@@ -189,7 +192,7 @@ func (f *PG) HeaderLen() int { return 5 }
 
 func (f *PG) Frame(h []byte) (int, bool) {
 	total := 1 + int(binary.BigEndian.Uint32(h[1:5]))
-	if f.Watched[h[0]] {
+	if f.Watched[h[0]] || f.WatchAll {
 		return total, true
 	}
 	if f.Counted[h[0]] { // framed once: an unwatched message is never framed again

@@ -20,7 +20,21 @@
 // determinism: outside the simulator (a kernel facility of the real daemon's host)
 package sockmap
 
-import "errors"
+import (
+	"errors"
+	"net"
+)
 
 // ErrUnsupported is wrapped by New's error when the host refuses the map or the program.
 var ErrUnsupported = errors.New("sockmap: in-kernel splicing is not available here")
+
+// ConnFD is c's file descriptor (-1 where it has none).
+func ConnFD(c *net.TCPConn) int {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	var n int
+	_ = rc.Control(func(f uintptr) { n = int(f) })
+	return n
+}

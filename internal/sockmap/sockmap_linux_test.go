@@ -20,6 +20,11 @@ import (
 // splicer is a Splicer for the test, or a skip where the host refuses BPF.
 func splicer(t testing.TB, parser bool) *Splicer {
 	s, err := New(64, parser)
+	return orSkip(t, s, err)
+}
+
+// orSkip is s, closed when t ends; where the host refuses BPF, t skips.
+func orSkip[S interface{ Close() error }](t testing.TB, s S, err error) S {
 	if errors.Is(err, ErrUnsupported) {
 		t.Skipf("no sockmap here: %v", err)
 	}

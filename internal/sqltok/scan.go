@@ -72,23 +72,46 @@ func FirstKeywordIs(sql string, d Dialect, words ...string) bool {
 	return false
 }
 
-// startsWithNoneOf reports whether sql's first byte after blanks is an ASCII letter that no
-// word (ASCII letters first) starts with, in either case: sql's first token, which starts with
-// that letter, is then no word of words, whatever the dialect makes of it.
+// startsWithNoneOf reports whether sql's first token, which starts with the ASCII letters
+// after its blanks, is surely no word of words, whatever the dialect makes of it: each word
+// differs from those letters (ASCII case aside) within them, or is shorter than they are. A
+// letter at the same place in every word ("select" and "show") no longer makes the lexer run.
 func startsWithNoneOf(sql string, words []string) bool {
 	i := 0
 	for i < len(sql) && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r') {
 		i++
 	}
-	if i == len(sql) || !isAlpha(sql[i]) {
+	n := i
+	for n < len(sql) && isAlpha(sql[n]) {
+		n++
+	}
+	if n == i {
 		return false
 	}
 	for _, w := range words {
-		if w == "" || w[0] >= utf8.RuneSelf || w[0]|0x20 == sql[i]|0x20 {
-			return false // a non-ASCII first letter may fold to an ASCII one (ſ, K); FirstKeyword may be ""
+		if !ruledOut(sql[i:n], w) {
+			return false
 		}
 	}
 	return true
+}
+
+// ruledOut reports whether a token that begins with letters (ASCII letters, all of them part
+// of it if it is a word) cannot be w under strings.EqualFold. A word with a byte past ASCII may
+// fold onto ASCII letters (ſ, K); "" is what FirstKeyword gives when the token is no word.
+func ruledOut(letters, w string) bool {
+	if w == "" {
+		return false
+	}
+	for j := 0; j < len(w); j++ {
+		switch {
+		case w[j] >= utf8.RuneSelf, j == len(letters):
+			return false
+		case w[j]|0x20 != letters[j]|0x20: // a byte that is no letter never folds onto one
+			return true
+		}
+	}
+	return len(letters) > len(w)
 }
 
 // maxParam caps a $n placeholder's number: the wire protocols count parameters in 16 bits.

@@ -143,19 +143,23 @@ func TestFirstKeywordMatchesOldFirstWords(t *testing.T) {
 	})
 }
 
-// TestFirstKeywordIsAsTheLexerSays: FirstKeywordIs (which rules words out by sql's first letter
-// without lexing) answers as FirstKeyword and EqualFold do, in every dialect, for words of either
-// case and words whose first letter folds to an ASCII one (ſ, K).
+// TestFirstKeywordIsAsTheLexerSays: FirstKeywordIs (which rules words out by sql's first
+// letters without lexing; a word may go on past them with a digit or "_") answers as
+// FirstKeyword and EqualFold do, in every dialect, for words of either case and words whose
+// first letter folds to an ASCII one (ſ, K).
 func TestFirstKeywordIsAsTheLexerSays(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		prefix := rapid.SampledFrom([]string{"", " ", "\n\t", "\r", "\v", "\f", "/*x*/ ", "-- c\n", "# c\n", "(", "'"}).Draw(t, "prefix")
-		pool := []string{"deallocate", "discard", "select", "st", "k", "e", "u&", "x", ""}
+		pool := []string{"deallocate", "discard", "select", "show", "st", "st_x", "x1", "k", "e", "u&", "x", ""}
 		head := rapid.SampledFrom(append(pool, "E'x'", "U&\"d\"")).Draw(t, "head")
 		if rapid.Bool().Draw(t, "upper") {
 			head = strings.ToUpper(head)
 		}
 		sql := prefix + head + rapid.SampledFrom([]string{"", " ", ";", "x"}).Draw(t, "sep") + drawSQL(t)
 		words := rapid.SliceOfN(rapid.SampledFrom(append(pool, "Discard", "SELECT", "ſt", "\u212a")), 0, 3).Draw(t, "words")
+		if rapid.Bool().Draw(t, "the head among them") {
+			words = append(words, head)
+		}
 		for _, d := range allDialects {
 			want := false
 			for _, w := range words {
@@ -308,4 +312,26 @@ func TestSplitJoinProperty(t *testing.T) {
 			t.Fatalf("split %q into %q", stmts, got)
 		}
 	})
+}
+
+// TestFirstKeywordIsPastTheLeadingLetters: a first word that goes on past its leading letters
+// (a digit, "_") is still found, and one its leading letters rule out is not.
+func TestFirstKeywordIsPastTheLeadingLetters(t *testing.T) {
+	for _, c := range []struct {
+		sql   string
+		words []string
+		want  bool
+	}{
+		{"st_x = 1", []string{"select", "st_x"}, true},
+		{"X1;", []string{"show", "x1"}, true},
+		{"select 1", []string{"show", "describe", "desc"}, false},
+		{"showx", []string{"show"}, false},
+		{"SHOW tables", []string{"show", "describe"}, true},
+	} {
+		for _, d := range allDialects {
+			if got := FirstKeywordIs(c.sql, d, c.words...); got != c.want {
+				t.Errorf("FirstKeywordIs(%q, %v, %q) = %v, want %v", c.sql, d, c.words, got, c.want)
+			}
+		}
+	}
 }

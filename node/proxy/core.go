@@ -207,7 +207,32 @@ func (c *Core) Activate(rt *Runtime) {
 	if old != nil && old != rt {
 		old.retire()
 	}
+	c.showHealth(old, rt)
 	c.changed.Notify()
+}
+
+// showHealth sets queryflux_cluster_healthy for rt's enabled clusters and drops the series of
+// the clusters old had and rt has not (removed or disabled).
+func (c *Core) showHealth(old, rt *Runtime) {
+	if old != nil && old != rt {
+		for _, name := range old.names {
+			if cl := rt.clusters[name]; cl == nil || !cl.enabled {
+				c.metrics.healthy.DeleteLabelValues(name)
+			}
+		}
+	}
+	for _, name := range rt.names {
+		if cl := rt.clusters[name]; cl.enabled {
+			c.metrics.healthy.WithLabelValues(name).Set(healthValue(cl.healthy.Load()))
+		}
+	}
+}
+
+func healthValue(ok bool) float64 {
+	if ok {
+		return 1
+	}
+	return 0
 }
 
 // Close retires the active runtime once the node's frontends are closed and drained, so that
@@ -851,8 +876,16 @@ func (c *Core) CheckHealth(ctx context.Context, timeout time.Duration) {
 		if ctx.Err() != nil || rt.checks.isRetired() {
 			return // a replaced configuration's engines: their health is no one's concern
 		}
+		if err != nil {
+			c.metrics.healthFails.WithLabelValues(name).Inc()
+		}
+		c.metrics.healthy.WithLabelValues(name).Set(healthValue(err == nil))
 		if was := cl.healthy.Swap(err == nil); was != (err == nil) {
-			c.env.Logger().Info("cluster health changed", "cluster", name, "healthy", err == nil)
+			if err != nil {
+				c.env.Logger().Warn("cluster health changed", "cluster", name, "healthy", false, "err", err)
+			} else {
+				c.env.Logger().Info("cluster health changed", "cluster", name, "healthy", true)
+			}
 			c.changed.Notify()
 		}
 	}

@@ -25,6 +25,8 @@ type metrics struct {
 	cacheWrites   *prometheus.CounterVec   // group
 	forwarded     *prometheus.CounterVec   // group
 	paths         *prometheus.CounterVec   // path: passthrough, arrow, cache
+	healthy       *prometheus.GaugeVec     // cluster: 1 while its health check answers
+	healthFails   *prometheus.CounterVec   // cluster: health checks that failed
 	// the paths series, resolved once: counted on every query
 	pathPassthrough, pathArrow, pathCache prometheus.Counter
 
@@ -211,6 +213,12 @@ func buildMetrics(reg prometheus.Registerer) *metrics {
 		paths: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_query_path_total", Help: "Queries by how their results went through the proxy: passthrough (engine wire messages relayed), arrow (decoded and encoded), cache.",
 		}, []string{"path"}),
+		healthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "queryflux_cluster_healthy", Help: "1 while the cluster's last health check answered, 0 while it failed (its groups skip it); enabled clusters of the active configuration only.",
+		}, []string{"cluster"}),
+		healthFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_cluster_health_check_failures_total", Help: "Cluster health checks (every 10 s, 5 s timeout) that failed.",
+		}, []string{"cluster"}),
 	}
 	m.bound = promreg.Register(reg, &boundCollector{
 		queries: m.queries, running: m.running, duration: m.duration, queueDuration: m.queueDuration,
@@ -226,6 +234,8 @@ func buildMetrics(reg prometheus.Registerer) *metrics {
 	m.cacheWrites = promreg.Register(reg, m.cacheWrites)
 	m.forwarded = promreg.Register(reg, m.forwarded)
 	m.paths = promreg.Register(reg, m.paths)
+	m.healthy = promreg.Register(reg, m.healthy)
+	m.healthFails = promreg.Register(reg, m.healthFails)
 	m.pathPassthrough = m.paths.WithLabelValues(PathPassthrough)
 	m.pathArrow = m.paths.WithLabelValues(PathArrow)
 	m.pathCache = m.paths.WithLabelValues(PathCache)

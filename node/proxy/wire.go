@@ -78,6 +78,10 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 	if _, own := c.guard.(coreCount); !own && query.Affinity(ctx) != owner { // a frontend may hand a context that carries it already
 		actx = query.WithAffinity(ctx, owner)
 	}
+	var kept engine.PGWire // the owner's last connection, which its frontend may keep (PGWireOptions.Kept)
+	if spare != nil {
+		kept = spare.Conn
+	}
 	ws := reusable(spare)
 	var spareConn engine.PGWire
 	if ws == nil {
@@ -99,7 +103,7 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		return nil, false, nil
 	}
 	pw, err := opener.OpenPGWire(ctx, engine.PGWireOptions{Owner: owner, ResetQuery: g.resetQuery, Setup: setup, NoWait: r.noWait, Spare: spareConn,
-		Tag: capacity.SlotTag(adm.slot), TagGiven: true})
+		Tag: capacity.SlotTag(adm.slot), TagGiven: true, Kept: kept})
 	if errors.Is(err, engine.ErrWouldWait) {
 		// Nothing ran: the caller asks again where it may wait, and that slot is the one that
 		// counts as a reused lease, if it is one.

@@ -20,31 +20,18 @@ func serveDetached(l net.Listener, upstream string, start func(ready chan<- erro
 		fmt.Fprintln(os.Stderr, "benchrelay:", err)
 		os.Exit(1)
 	}
-	for {
-		c, err := l.Accept()
+	acceptPairs(l, upstream, func(c, s *net.TCPConn) {
+		a, err := relayloop.Detach(c)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "benchrelay:", err)
-			os.Exit(1)
+			return
 		}
-		go func() {
-			s, err := net.Dial("tcp", upstream)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "benchrelay:", err)
-				_ = c.Close()
-				return
-			}
-			a, err := relayloop.Detach(c.(*net.TCPConn))
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "benchrelay:", err)
-				return
-			}
-			b, err := relayloop.Detach(s.(*net.TCPConn))
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "benchrelay:", err)
-				_ = unix.Close(a)
-				return
-			}
-			hand(a, b)
-		}()
-	}
+		b, err := relayloop.Detach(s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchrelay:", err)
+			_ = unix.Close(a)
+			return
+		}
+		hand(a, b)
+	})
 }

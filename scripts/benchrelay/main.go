@@ -5,7 +5,8 @@
 // With -loop it relays on an event loop instead (internal/relayloop: one OS thread in epoll,
 // framing the server's messages and watching ReadyForQuery), the floor of an event-loop relay;
 // -loop -raw frames nothing (bytes unseen, any protocol: the MySQL wire's floor).
-// With -sockmap it relays MySQL connections in the kernel instead (internal/sockmap).
+// With -sockmap it relays MySQL connections in the kernel instead (internal/sockmap); with
+// -sockmap-results it reads each request and splices only the answers.
 // With -rtt it instead prints the p50 of a loopback TCP round trip (one byte each way, one
 // connection, Go on both ends): the yardstick of the worker-path goal.
 //
@@ -41,6 +42,7 @@ func main() {
 	touchKB := flag.Int("touch", 0, "with -uring: write a byte in every cache line of a buffer this many KiB long on each completion (a relay with a larger memory footprint, for measurements)")
 	flag.StringVar(&congestion, "cc", "", "with -loop: set this TCP congestion control (TCP_CONGESTION, e.g. reno, cubic) on both TCP sockets of a pair")
 	splice := flag.Bool("sockmap", false, "relay MySQL connections in the kernel (internal/sockmap: a sockhash and an sk_skb verdict program; exit status 2 where BPF is refused)")
+	results := flag.Bool("sockmap-results", false, "relay MySQL connections reading each request and splicing the answers in the kernel (internal/sockmap; with -loop the requests on the event loop; exit status 2 where BPF is refused)")
 	verdictOnly := flag.Bool("sockmap-verdict-only", false, "with -sockmap: no stream parser (the verdict runs from sk_psock_verdict_data_ready)")
 	rtt := flag.Duration("rtt", 0, "measure loopback round trips for this long instead, print the p50 in µs")
 	flag.Parse()
@@ -74,6 +76,9 @@ func main() {
 			fmt.Fprintln(os.Stderr, "benchrelay:", err)
 			os.Exit(1)
 		}
+	}
+	if *results {
+		runSockResults(l, *upstream, ev)
 	}
 	for {
 		c, err := l.Accept()

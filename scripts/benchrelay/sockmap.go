@@ -21,24 +21,11 @@ func runSockmap(l net.Listener, upstream string, parser bool) {
 		fmt.Fprintln(os.Stderr, "benchrelay:", err)
 		os.Exit(2)
 	}
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "benchrelay:", err)
-			os.Exit(1)
-		}
-		go spliceMySQL(s, c.(*net.TCPConn), upstream)
-	}
+	acceptPairs(l, upstream, func(c, d *net.TCPConn) { spliceMySQL(s, c, d) })
 }
 
-func spliceMySQL(s *sockmap.Splicer, client *net.TCPConn, upstream string) {
+func spliceMySQL(s *sockmap.Splicer, client, server *net.TCPConn) {
 	defer client.Close()
-	d, err := net.Dial("tcp", upstream)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchrelay:", err)
-		return
-	}
-	server := d.(*net.TCPConn)
 	defer server.Close()
 	var head [4]byte
 	if _, err := io.ReadFull(server, head[:]); err != nil {
@@ -51,7 +38,7 @@ func spliceMySQL(s *sockmap.Splicer, client *net.TCPConn, upstream string) {
 		fmt.Fprintln(os.Stderr, "benchrelay: the greeting:", err)
 		return
 	}
-	a, b := connFD(client), connFD(server)
+	a, b := sockmap.ConnFD(client), sockmap.ConnFD(server)
 	if err := s.Splice(a, b); err != nil {
 		fmt.Fprintln(os.Stderr, "benchrelay:", err)
 		return
@@ -73,12 +60,23 @@ func spliceMySQL(s *sockmap.Splicer, client *net.TCPConn, upstream string) {
 	<-done
 }
 
-func connFD(c *net.TCPConn) int {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return -1
+// acceptPairs accepts l's clients forever, dials upstream for each and runs serve with both on
+// a goroutine of their own; it does not return.
+func acceptPairs(l net.Listener, upstream string, serve func(client, server *net.TCPConn)) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchrelay:", err)
+			os.Exit(1)
+		}
+		go func() {
+			d, err := net.Dial("tcp", upstream)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "benchrelay:", err)
+				_ = c.Close()
+				return
+			}
+			serve(c.(*net.TCPConn), d.(*net.TCPConn))
+		}()
 	}
-	var n int
-	_ = rc.Control(func(f uintptr) { n = int(f) })
-	return n
 }

@@ -12,6 +12,8 @@
 # bodies, calls, defers, assignments and ++/-- dropped, error results replaced by nil, bool
 # results negated. The timeout is 8x the unmutated run (at least 30 s, or $T). SKIP=<regex> leaves
 # those tests out (-test.skip: a slow test that the fast ones cover, rechecked with IN= after).
+# ARGS=<flags> are added to every test run (ARGS=-rapid.checks=20: a property test's cases cut,
+# so that a package whose tests need a database is judged in seconds, not minutes).
 # A run writes results.tsv.src beside results.tsv: the files' sha256 and ranges. IN= refuses a
 # results.tsv whose .src is missing or names other contents (a mutant id means the same mutant
 # only in the file it was listed from), or whose survivors are not in today's listing.
@@ -50,6 +52,7 @@ fi
 cd $pkgdir
 start=$(date +%s)
 skipargs=(); [ -n "${SKIP:-}" ] && skipargs=(-test.skip "$SKIP")
+read -r -a extra <<< "${ARGS:-}"; skipargs+=("${extra[@]}")
 QFMUT=0 nice $out/pkg.test -test.run "$re" "${skipargs[@]}" -test.count=1 > $out/base.log 2>&1 || { echo "the unmutated tests fail"; tail -20 $out/base.log; exit 1; }
 b=$(( $(date +%s) - start )); T=${T:-$(( b*8 > 30 ? b*8 : 30 ))}
 if [ -n "${IN:-}" ]; then

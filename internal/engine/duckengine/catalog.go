@@ -624,8 +624,9 @@ func compatRequest(q *query.Request, db string) (*query.Request, error) {
 		}
 	}
 	if isMySQL(q) {
-		show, ok, err := "", false, error(nil)
-		if mysqlshow.IsCatalogStatement(s) && !isShowCreateView(q) { // SHOW CREATE VIEW: mysqlshowcreate.go
+		// SHOW GRANTS: mysqlgrants.go; SHOW CREATE VIEW: mysqlshowcreate.go
+		show, ok, err := mysqlShowGrants(q, s)
+		if !ok && err == nil && mysqlshow.IsCatalogStatement(s) && !isShowCreateView(q) {
 			show, ok, err = mysqlshow.SQL(s, cmp.Or(q.Database, db), duckCatalog{})
 		}
 		switch {

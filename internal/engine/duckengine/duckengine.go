@@ -63,6 +63,8 @@ type Engine struct {
 	identityMaybe atomic.Bool
 	// yearMaybe: a MySQL client's YEAR column may exist (mysqlyear.go)
 	yearMaybe atomic.Bool
+	// charMaybe: a VARCHAR(n) or CHAR(n) column may exist (mysqlcharlen.go)
+	charMaybe atomic.Bool
 	reopen    reopener
 	// advisory are PostgreSQL clients' advisory locks, across the engine's connections.
 	advisory advisoryLocks

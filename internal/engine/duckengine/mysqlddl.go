@@ -564,7 +564,7 @@ func restartCounter(ctx context.Context, conn *sql.Conn, seq string) error {
 
 // insertModifiers are the words between INSERT and its table's name.
 var insertModifiers = map[string]bool{"low_priority": true, "delayed": true, "high_priority": true, "ignore": true, "into": true,
-	"or": true} // INSERT OR IGNORE INTO, as mysqlCompat writes INSERT IGNORE
+	"or": true, "replace": true} // INSERT OR IGNORE INTO and INSERT OR REPLACE INTO, as mysqlCompat writes INSERT IGNORE and REPLACE
 
 // afterInsertModifiers is where the table's name is among an INSERT's (or REPLACE's)
 // significant tokens: after the keyword and its modifiers.

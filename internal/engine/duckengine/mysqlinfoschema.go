@@ -91,6 +91,7 @@ var mysqlTablesSQL = `CREATE VIEW {c}.main.qf_mysql_tables AS SELECT 'def' AS "T
 var mysqlInfoSchemaSQL = []string{
 	mysqlTablesSQL,
 	yearMacroSQL, // mysqlyear.go
+	charMacroSQL, // mysqlcharlen.go
 	// qf_mysql_column_type(t, oid, typmod): the MySQL type of a column of DuckDB type t, its
 	// declared type (qf_pg_columns, mysqldeclared.go) a VARCHAR(n) or CHAR(n) of that length, or
 	// TINYINT(1).

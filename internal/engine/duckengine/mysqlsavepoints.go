@@ -20,7 +20,7 @@ import (
 // its savepoint and the later ones, a name the transaction lacks is 1305 and the transaction
 // goes on, and outside a transaction SAVEPOINT is taken and forgotten.
 //
-// The log may have lost what it needed (mysqlstmtundo.go: a user variable, RAND(), streamed
+// The log may have lost what it needed (mysqlstmtundo.go: RAND(), streamed
 // data, a full log): a savepoint taken after the loss cannot be rolled back to, and its
 // ROLLBACK TO fails the transaction (1235, naming why), as every ROLLBACK TO did before. One
 // taken before it can: the statements before the savepoint are all kept, and the log is whole
@@ -138,7 +138,7 @@ func (s *session) mysqlSavepoint(ctx context.Context, verb txVerb, name string) 
 	if m.lost || l.lost && l.lostAt < m.n {
 		s.fail()
 		return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf("ROLLBACK TO SAVEPOINT %s is not "+
-			"supported on DuckDB after a statement that cannot be run again (a user variable, RAND() or UUID(), "+
+			"supported on DuckDB after a statement that cannot be run again (RAND() or UUID(), "+
 			"LOAD DATA LOCAL, an INSERT ... SELECT of AUTO_INCREMENT ids, more than %d writes) ran before the savepoint: "+
 			"the transaction is aborted, roll it back", name, stmtLogMax)}
 	}

@@ -27,9 +27,9 @@ import (
 // it first took (BenchmarkMySQLRefusedWriteUndo), so the bound is that of a refusal's stall.
 //
 // What a run again would not give back the same is not kept, and a refusal after it fails the
-// whole transaction, as before: a statement that reads or assigns a user variable (DuckDB's
-// variables are not transactional: @v would hold its newest value), one whose values are random
-// (RAND(), UUID()), data a client streams (LOAD DATA LOCAL INFILE). SELECT, SHOW and the other
+// whole transaction, as before: a statement whose values are random (RAND(), UUID()), data a
+// client streams (LOAD DATA LOCAL INFILE). A statement that reads or assigns a user variable is
+// kept with the variables' values it ran with (mysqlundovars.go). SELECT, SHOW and the other
 // reads are not kept; a SET that names FOREIGN_KEY_CHECKS is (its session state follows the
 // run), other SETs change nothing a ROLLBACK undoes and are not kept.
 var (
@@ -46,6 +46,8 @@ type keptStmt struct {
 	// read it, at the next statement).
 	rows query.Rows
 	tag  string
+	// vars: the user variables it names, as they were before it ran (mysqlundovars.go).
+	vars *varSnapshot
 }
 
 // stmtLog is a MySQL client's open transaction's statements, kept to run again (mysqlstmtundo.go).
@@ -66,11 +68,14 @@ type stmtLog struct {
 	// depth counts the session's Execute calls under way (its own statements call it again):
 	// only the client's (the outermost) is kept or undone.
 	depth int
+	// snaps numbers the user variables' copies (mysqlundovars.go).
+	snaps int
 }
 
 func (l *stmtLog) reset() {
 	clear(l.stmts)
 	l.stmts, l.bytes, l.lost, l.lostAt, l.marks, l.differed = l.stmts[:0], 0, false, 0, l.marks[:0], false
+	l.snaps = 0 // the next transaction's copies reuse the names: as many as one log's at most
 }
 
 // lose notes that the log cannot undo what ran from its n-th statement on.
@@ -112,9 +117,14 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	inTx := s.status == 'T'
 	var ids *stmtIDs
+	var vars *varSnapshot
+	varsKept := true
 	if inTx && !s.undo.lost {
 		ids = &stmtIDs{}
 		ctx = withIDs(ctx, ids)
+		if changesData(q.SQL) {
+			vars, varsKept = s.snapshotVars(ctx, q.SQL) // mysqlundovars.go
+		}
 	}
 	rows, err := s.execute(ctx, q)
 	switch {
@@ -122,8 +132,10 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.undo.reset() // no transaction before, or it ended: a new one starts with nothing kept
 	case s.status == 'E':
 		s.undoStatement(ctx)
+	case err == nil && !varsKept:
+		s.undo.lose(len(s.undo.stmts))
 	case err == nil:
-		s.undo.keep(q, ids, rows)
+		s.undo.keep(q, ids, rows, vars)
 	}
 	return rows, err
 }
@@ -171,7 +183,15 @@ func (s *session) replay(ctx context.Context) error {
 		return errAborted
 	}
 	s.status, s.written = 'T', nil
+	if names := s.undo.keptVarNames(); len(names) > 0 {
+		defer s.holdVars(ctx, names)() // the variables as they are now, after the run (mysqlundovars.go)
+	}
 	for _, k := range s.undo.stmts {
+		if k.vars != nil && k.vars.restore(s, ctx) != nil {
+			s.fail()
+			s.undo.lose(0)
+			return errAborted
+		}
 		rows, err := s.execute(withIDs(ctx, &stmtIDs{ids: slices.Clone(k.ids), replaying: true}), k.q)
 		tag := ""
 		if err == nil {
@@ -214,11 +234,11 @@ func drain(ctx context.Context, rows query.Rows) error {
 
 // keep notes q, which succeeded in the open transaction, to be run again if a later statement
 // fails.
-func (l *stmtLog) keep(q *query.Request, ids *stmtIDs, rows query.Rows) {
+func (l *stmtLog) keep(q *query.Request, ids *stmtIDs, rows query.Rows, vars *varSnapshot) {
 	if l.lost || !changesData(q.SQL) {
 		return
 	}
-	if q.CopyIn != nil || ids == nil || ids.unplanned || namesUserVar(q.SQL) || randomValues(q.SQL) || rows == nil {
+	if q.CopyIn != nil || ids == nil || ids.unplanned || randomValues(q.SQL) || rows == nil {
 		l.lose(len(l.stmts))
 		return
 	}
@@ -239,7 +259,7 @@ func (l *stmtLog) keep(q *query.Request, ids *stmtIDs, rows query.Rows) {
 		l.lose(len(l.stmts))
 		return
 	}
-	l.stmts = append(l.stmts, keptStmt{q: &c, ids: ids.ids, rows: rows})
+	l.stmts = append(l.stmts, keptStmt{q: &c, ids: ids.ids, rows: rows, vars: vars})
 }
 
 // changesData reports whether a MySQL client's statement may change what a ROLLBACK undoes:
@@ -253,22 +273,6 @@ func changesData(sqlText string) bool {
 		return strings.Contains(strings.ToLower(sqlText), "foreign_key_checks")
 	}
 	return true
-}
-
-// namesUserVar reports whether a MySQL client's statement reads or assigns a user variable.
-func namesUserVar(sqlText string) bool {
-	if !mayNameVariable(sqlText) {
-		return false
-	}
-	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
-	for i, t := range toks {
-		if t.Kind == sqltok.Operator && strings.HasSuffix(t.Text, "@") && !strings.HasSuffix(t.Text, "@@") {
-			if _, end := variableAt(toks, i); end >= 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // randomValues reports whether a statement calls a function whose value differs each run.

@@ -22,20 +22,26 @@ import (
 // yearColumn is the condition that column c (qf_pg_columns') is a YEAR.
 const yearColumn = `(c.pg_type_oid = 21 AND c.pg_typmod = 4 AND c.data_type = 'USMALLINT')`
 
-// noteYear marks the engine as maybe having a YEAR column when client's statement, one the
-// engine runs as its own DDL, may declare one.
+// noteYear marks the engine as maybe having a YEAR (or a VARCHAR(n) or CHAR(n)) column when
+// client's statement, one the engine runs as its own DDL, may declare one.
 func (e *Engine) noteYear(client *query.Request) {
 	if isMySQL(client) && !e.yearMaybe.Load() && containsFold(client.SQL, "year") {
 		e.yearMaybe.Store(true)
 	}
+	if !e.charMaybe.Load() && containsFold(client.SQL, "char") { // a PostgreSQL client's table too
+		e.charMaybe.Store(true)
+	}
 }
 
-// noteDeclaredYears marks the engine as maybe having a YEAR column when db's declared catalog
-// holds one (or cannot be read).
+// noteDeclaredYears marks the engine as maybe having a YEAR (or a VARCHAR(n) or CHAR(n))
+// column when db's declared catalog holds one (or cannot be read).
 func (e *Engine) noteDeclaredYears(db *sql.DB) {
 	var n int
 	if db.QueryRow("SELECT count(*) FROM "+declaredSchema+".columns WHERE type_oid = 21 AND typmod = "+strconv.Itoa(yearFour)).Scan(&n) != nil || n > 0 {
 		e.yearMaybe.Store(true)
+	}
+	if db.QueryRow("SELECT count(*) FROM "+declaredSchema+".columns WHERE type_oid IN (1042, 1043) AND typmod > 4").Scan(&n) != nil || n > 0 {
+		e.charMaybe.Store(true)
 	}
 }
 
@@ -56,9 +62,11 @@ const yearMacroSQL = `CREATE MACRO {c}.main.qf_mysql_year_value(v, col, tbl, r) 
 
 // yearValues is q (a MySQL client's INSERT, REPLACE or single-table UPDATE, as compatRequest
 // wrote it) with each value it gives a YEAR column (a literal, a parameter, an expression; in
-// VALUES, in SET, in ON DUPLICATE KEY UPDATE) read as MariaDB reads it (qf_mysql_year_value).
+// VALUES, in SET, in ON DUPLICATE KEY UPDATE) read as MariaDB reads it (qf_mysql_year_value),
+// and each value it gives a VARCHAR(n) or CHAR(n) column fitted as MariaDB fits it
+// (qf_mysql_char_value, mysqlcharlen.go; INSERT ... SELECT's rows too).
 func (e *Engine) yearValues(ctx context.Context, conn *sql.Conn, client, q *query.Request) *query.Request {
-	if !e.yearMaybe.Load() || !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert", "replace", "update") {
+	if !e.yearMaybe.Load() && !e.charMaybe.Load() || !isMySQL(client) || !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert", "replace", "update") {
 		return q
 	}
 	toks := sqltok.SignificantTokens(q.SQL, sqltok.MySQL)
@@ -76,9 +84,22 @@ func (e *Engine) yearValues(ctx context.Context, conn *sql.Conn, client, q *quer
 	if !ok {
 		return q
 	}
-	cols, years := yearColumns(ctx, conn, db, table)
-	if len(years) == 0 {
+	var typed []pgTypedColumn
+	if e.charMaybe.Load() {
+		typed = cachedPgTypes(ctx, conn, db, "main", table)
+	}
+	var cols, years []string
+	if e.yearMaybe.Load() {
+		cols, years = yearColumns(ctx, conn, db, table)
+	}
+	if len(years) == 0 && !slices.ContainsFunc(typed, func(c pgTypedColumn) bool { return charLength(c.typ) > 0 }) {
 		return q
+	}
+	if cols == nil {
+		cols = make([]string, len(typed))
+		for i, c := range typed {
+			cols[i] = c.name
+		}
 	}
 	isYear := func(name string) (string, bool) {
 		i := slices.IndexFunc(years, func(y string) bool { return strings.EqualFold(y, name) })
@@ -87,23 +108,43 @@ func (e *Engine) yearValues(ctx context.Context, conn *sql.Conn, client, q *quer
 		}
 		return years[i], true
 	}
+	lengthOf := func(name string) (string, int) {
+		i := slices.IndexFunc(typed, func(c pgTypedColumn) bool { return strings.EqualFold(c.name, name) })
+		if i < 0 {
+			return "", 0
+		}
+		return typed[i].name, charLength(typed[i].typ)
+	}
 	tbl := "'`" + strings.ReplaceAll(table, "'", "''") + "`'"
 	if db != "" {
 		tbl = "'`" + strings.ReplaceAll(db, "'", "''") + "`.`" + strings.ReplaceAll(table, "'", "''") + "`'"
 	} else {
 		tbl = "'`' || current_database() || '`.' || " + tbl
 	}
+	strict := strictExpr(client)
 	var edits []yearEdit
-	wrap := func(expr []sqltok.Token, col string, row int) {
+	// wrapping is what a value given column col at row (a number counted from 1, or an
+	// expression) is put between; "" when the column takes it as it is
+	wrapping := func(col, row string) (pre, post string) {
+		if y, ok := isYear(col); ok {
+			return "qf_mysql_year_value(", ", " + sqltok.StandardString(y) + ", " + tbl + ", " + row + ")"
+		}
+		if name, n := lengthOf(col); n > 0 {
+			return "qf_mysql_char_value(", ", " + sqltok.StandardString(name) + ", " + strconv.Itoa(n) + ", " + row + ", " + strict + ")"
+		}
+		return "", ""
+	}
+	wrap := func(expr []sqltok.Token, col string, row string) {
 		if len(expr) == 0 || len(expr) == 1 && expr[0].IsWord("null", "default") {
 			return
 		}
-		end := expr[len(expr)-1].Pos + len(expr[len(expr)-1].Text)
-		edits = append(edits, yearEdit{expr[0].Pos, "qf_mysql_year_value("},
-			yearEdit{end, ", " + sqltok.StandardString(col) + ", " + tbl + ", " + strconv.Itoa(row) + ")"})
+		if pre, post := wrapping(col, row); pre != "" {
+			end := expr[len(expr)-1].Pos + len(expr[len(expr)-1].Text)
+			edits = append(edits, yearEdit{expr[0].Pos, pre}, yearEdit{end, post})
+		}
 	}
 	if !update {
-		if v, ok := readValues(toks, aiColumn{columns: cols}); ok {
+		if v, ok := readValues(valuesOnly(toks), aiColumn{columns: cols}); ok {
 			for r, row := range v.rows {
 				for j, d := range row {
 					name := ""
@@ -112,17 +153,15 @@ func (e *Engine) yearValues(ctx context.Context, conn *sql.Conn, client, q *quer
 					} else {
 						name = unquoteIdent(v.columns[j])
 					}
-					if col, ok := isYear(name); ok {
-						wrap(d, col, r+1)
-					}
+					wrap(d, name, strconv.Itoa(r+1))
 				}
 			}
+		} else {
+			edits = append(edits, insertSelectValues(toks, cols, wrapping)...)
 		}
 	}
 	for _, a := range setAssignments(toks) {
-		if col, ok := isYear(a.col); ok {
-			wrap(a.expr, col, 1)
-		}
+		wrap(a.expr, a.col, "1")
 	}
 	if len(edits) == 0 {
 		return q

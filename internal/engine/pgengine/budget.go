@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,6 +21,9 @@ type budget struct {
 	tokens chan struct{}
 	// reclaim closes one idle connection; false when there is none.
 	reclaim func() bool
+	// waiting, when set, counts the takes that wait for a token: a connection kept between
+	// its owner's transactions goes back at its transaction's end meanwhile (hold.go).
+	waiting *atomic.Int32
 }
 
 // budgetRetry is how often a connect waiting for a token looks for an idle connection again
@@ -56,6 +60,7 @@ func (b *budget) spent() bool { return len(b.tokens) == cap(b.tokens) }
 func (b *budget) take(ctx context.Context) error {
 	var retry retryTimer
 	defer retry.stop()
+	counted := false
 	for {
 		select {
 		case b.tokens <- struct{}{}:
@@ -63,6 +68,14 @@ func (b *budget) take(ctx context.Context) error {
 		default:
 		}
 		if b.reclaim() {
+			continue
+		}
+		if !counted && b.waiting != nil {
+			// Counted, then reclaimed again: the holders asked after the count cannot miss
+			// it (hold.go).
+			counted = true
+			b.waiting.Add(1)
+			defer b.waiting.Add(-1)
 			continue
 		}
 		select {

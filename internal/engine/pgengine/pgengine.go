@@ -45,11 +45,13 @@ type Engine struct {
 	name string
 	pool *pgxpool.Pool
 	// argsFreeMode runs statements without arguments. Literal-only SQL (simple-protocol
-	// clients) varies too much to be worth a prepared-statement cache entry each.
+	// clients) varies too much to be worth a prepared-statement cache entry each; one seen
+	// before on the pool is prepared all the same (hot).
 	argsFreeMode pgx.QueryExecMode
-	raw          *rawPool // the relay's connections (raw.go)
-	database     string   // what a MySQL client's SHOW TABLES names when it chose no database
-	shapes       shapes   // the results' schemas and decoders (shapes.go)
+	hot          *hotStatements // the pool's statements without arguments seen before (hot.go); nil with exec_mode set
+	raw          *rawPool       // the relay's connections (raw.go)
+	database     string         // what a MySQL client's SHOW TABLES names when it chose no database
+	shapes       shapes         // the results' schemas and decoders (shapes.go)
 	zone         *serverZone
 	// busy says a pooled connection could only be had once a running statement ends (ping.go).
 	busy func() bool
@@ -93,17 +95,24 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgengine %q: %w", spec.Name, err)
 	}
-	argsFree := pgx.QueryExecModeExec
+	argsFree, hot := pgx.QueryExecModeExec, newHotStatements()
 	if _, set := spec.Options["exec_mode"]; set {
-		argsFree = cfg.ConnConfig.DefaultQueryExecMode
+		argsFree, hot = cfg.ConnConfig.DefaultQueryExecMode, nil
 	}
 	rawCfg := cfg.ConnConfig.Config.Copy()
 	rawCfg.DialFunc = plainDial // its sockets are lent to event loops as *net.TCPConn
 	raw := newRawPool(rawCfg)
 	raw.zone = zone
-	conns.reclaim = func() bool { return raw.closeIdle() || closeIdlePgx(pool) }
+	conns.reclaim = func() bool {
+		if raw.closeIdle() || closeIdlePgx(pool) {
+			return true
+		}
+		raw.reclaimHeld() // given back, they are idle at the taker's next try
+		return false
+	}
+	conns.waiting = &raw.holds.waiting
 	raw.mustWait = func() bool { return conns.spent() && pool.Stat().IdleConns() == 0 }
-	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, raw: raw, shapes: newShapes(),
+	return &Engine{name: spec.Name, pool: pool, argsFreeMode: argsFree, hot: hot, raw: raw, shapes: newShapes(),
 		database: cfg.ConnConfig.Database, zone: zone, busy: func() bool { return raw.mustWait() && !raw.hasIdle() }}, nil
 }
 
@@ -338,7 +347,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 	} else {
 		sqlText = numberedParams(q)
 		if q.Protocol == query.ProtocolMySQL {
-			sqlText = mysqlConcat(sqlText) // CONCAT with a NULL is NULL, as MariaDB's
+			sqlText = mysqlText(sqlText) // MySQL's functions, NULLs sorted, as MariaDB's
 		}
 	}
 	var trino trinopg.Translation
@@ -350,10 +359,21 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		sqlText = trino.SQL
 		defer func() { placeInClientText(err, trino) }()
 	}
-	if len(q.Args) > 0 {
+	hot := len(q.Args) == 0 && e.hot != nil && db == querier(e.pool) && e.hot.again(sqlText) // hot.go
+	if len(q.Args) > 0 || hot {
 		sqlText = cachedUnder(ctx, sqlText)
 	}
+	if hot {
+		args[1] = pgx.QueryExecModeCacheStatement
+	}
 	rows, err := e.query(ctx, db, sqlText, args)
+	if hot && err == nil {
+		var stale bool
+		if rows, stale = primed(rows); stale {
+			args[1] = e.argsFreeMode
+			rows, err = e.query(ctx, db, sqlText, args)
+		}
+	}
 	for tries := 0; err != nil && tries < len(q.Args) && retypesParams(q) && outsideTx(db); tries++ { // mysqlparamtypes.go
 		typed, ok := typedParam(sqlText, untypedParam(ctx, db, sqlText, q.Args, err), q.Args)
 		if !ok {

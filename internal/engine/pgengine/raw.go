@@ -9,10 +9,12 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/relayloop"
 )
 
@@ -82,6 +84,9 @@ type rawPool struct {
 	mustWait func() bool
 	// waiting, when set, is called each time get starts such a wait (tests).
 	waiting func()
+	// holds are the connections kept by frontends' loops between their owners' transactions
+	// (hold.go).
+	holds holds
 	// cancelSent, when set (tests), is called after each cancel request its connections send.
 	cancelSent func()
 	zone       *serverZone // where each new connection notes the server's TimeZone (zone.go)
@@ -121,7 +126,12 @@ func (p *rawPool) get(ctx context.Context, owner uint64) (*rawConn, error) {
 			if !p.mustWait() {
 				break
 			}
-			if err := p.awaitReturn(ctx, returned, &retry); err != nil {
+			// Counted before the holders are asked (hold.go: no waiter missed).
+			p.holds.waiting.Add(1)
+			p.reclaimHeld()
+			err := p.awaitReturn(ctx, returned, &retry)
+			p.holds.waiting.Add(-1)
+			if err != nil {
 				return nil, err
 			}
 			continue
@@ -210,6 +220,11 @@ func (p *rawPool) getReady(owner uint64, tag, setup string) *rawConn {
 // read, so it cannot reach a later statement. One cancelled on another goroutine (Cancel)
 // is not taken back: that request may still be on its way (wireConn.Close).
 func (p *rawPool) put(c *rawConn) {
+	if c.holder != nil {
+		p.mu.Lock()
+		p.unhold(c)
+		p.mu.Unlock()
+	}
 	if !c.broken && (c.awaitZ != 0 || c.unsynced) && !c.cancelAndAwait() {
 		c.broken = true
 		_ = c.nc.Close()
@@ -234,11 +249,12 @@ func (p *rawPool) put(c *rawConn) {
 	p.mu.Unlock()
 }
 
-// hasIdle says a connection is idle (closeIdle would free a token of the budget).
+// hasIdle says a connection is idle (closeIdle would free a token of the budget), or kept by
+// a holder that gives it back when asked (hold.go).
 func (p *rawPool) hasIdle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.idle) > 0
+	return len(p.idle) > 0 || len(p.holds.by) > 0
 }
 
 // closeIdle closes the connection idle longest, for the budget; false when none is idle.
@@ -256,6 +272,7 @@ func (p *rawPool) closeIdle() bool {
 }
 
 func (p *rawPool) close() {
+	p.holds.shut.Store(true)
 	p.mu.Lock()
 	idle := p.idle
 	p.idle, p.shut = nil, true
@@ -263,6 +280,7 @@ func (p *rawPool) close() {
 	for _, c := range idle {
 		c.close()
 	}
+	p.reclaimHeld() // given back, they are closed (put)
 }
 
 // rawConn is one relay connection: a socket pgconn opened and let go of.
@@ -292,6 +310,11 @@ type rawConn struct {
 	awaitZ   int
 	unsynced bool
 	rawTag   // the capacity lease tag (tag.go)
+	// holder keeps the connection between its owner's transactions (hold.go; under the pool's
+	// mu), nil while it is not kept; holdUsed says it served a transaction since the sweep
+	// last looked.
+	holder   engine.PGWireHolder
+	holdUsed atomic.Bool
 }
 
 // terminate is PostgreSQL's Terminate message.

@@ -35,12 +35,21 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 	if o.Owner == 0 {
 		panic("pgengine: OpenPGWire without an owner")
 	}
+	spare := o.Spare
+	if o.Kept != nil {
+		if k, ok := o.Kept.(*wireConn); ok && k.pool == e.raw && o.NoWait {
+			if w := e.raw.takeKept(k, o.Owner, e.raw.wantTag(ctx, o), o.Setup); w != nil {
+				return w, nil
+			}
+		}
+		spare = keptAside(spare, o.Kept)
+	}
 	if o.NoWait {
 		c := e.raw.getReady(o.Owner, e.raw.wantTag(ctx, o), o.Setup)
 		if c == nil {
 			return nil, engine.ErrWouldWait
 		}
-		return e.wire(o.Spare, c), nil // serve has nothing to do
+		return e.wire(spare, c), nil // serve has nothing to do
 	}
 	c, err := e.raw.get(ctx, o.Owner)
 	if err != nil {
@@ -50,7 +59,7 @@ func (e *Engine) OpenPGWire(ctx context.Context, o engine.PGWireOptions) (engine
 		e.raw.put(c)
 		return nil, wrapErr(err)
 	}
-	return e.wire(o.Spare, c), nil
+	return e.wire(spare, c), nil
 }
 
 // wire is the wire on c: in spare's memory when spare is a wire of this engine's, closed and
@@ -199,6 +208,9 @@ type wireConn struct {
 	// on its way, and would cancel the next client's statement.
 	mu                sync.Mutex
 	cancelled, closed bool
+	// keep: its holder keeps the connection past Close (Keep, hold.go): Close leaves it out of
+	// the pool.
+	keep bool
 	// cancelling: a Cancel's sender runs (keepCancelling); it goes on until the statements
 	// sent before the last Cancel (cancelUpTo of sent) have answered (readies).
 	cancelling bool
@@ -383,11 +395,11 @@ func (w *wireConn) TxStatus() byte {
 // still be on its way) or broken is closed, which ends whatever its backend was doing.
 func (w *wireConn) Close() error {
 	w.mu.Lock()
-	closed, cancelled := w.closed, w.cancelled
+	closed, cancelled, keep := w.closed, w.cancelled, w.keep
 	w.closed = true
 	w.mu.Unlock()
-	if closed {
-		return nil
+	if closed || keep {
+		return nil // kept: its holder gives it back (GiveBack), or the next wire takes it over
 	}
 	if cancelled {
 		w.c.broken = true

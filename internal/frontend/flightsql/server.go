@@ -211,7 +211,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	}
 	s.opts = opts
 	mw := s.authMiddleware()
-	gopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.recoverUnary, mw.Unary), grpc.ChainStreamInterceptor(s.recoverStream, mw.Stream),
+	gopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.recoverUnary, mw.Unary), grpc.ChainStreamInterceptor(s.recoverStream, mw.Stream, s.sendBound),
 		grpc.MaxRecvMsgSize(opts.MessageBytesMax), grpc.MaxHeaderListSize(headerBytesMax),
 		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout), grpc.StatsHandler(&connEnds{ended: s.dropConn}),
 		// A connection that started HTTP/2 and then makes no call (or only calls that fail

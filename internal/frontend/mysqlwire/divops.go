@@ -317,8 +317,9 @@ func opening(toks []sqltok.Token, close int) int {
 // (pgDivisions) when req runs there, the client's text kept for the result's names; counted
 // reports whether the statement's last column is then divZeroCounted's, which the client
 // must not see (divZeroRows).
+// Its arithmetic is then MariaDB's decimals (decimals.go).
 func (h *session) divideOnPostgreSQL(req *query.Request, sql, sent string, args []any) (counted bool) {
-	pg, c := pgDivisions(sent), divZeroCounted(sql)
+	pg, c := decimalForms(pgDivisions(sent)), divZeroCounted(sql)
 	if pg == sent && c == "" || !h.routesToPostgreSQL(req) {
 		return false
 	}
@@ -327,7 +328,7 @@ func (h *session) divideOnPostgreSQL(req *query.Request, sql, sent string, args 
 		if z, _ := zeroDivisions(c); z != "" {
 			c = z
 		}
-		pg, counted = pgDivisions(c), true
+		pg, counted = decimalForms(pgDivisions(c)), true
 		h.divZeros = 0 // the counted column counts the literal zeros too
 	}
 	h.fill(req, pg, args)

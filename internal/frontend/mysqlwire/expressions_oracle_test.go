@@ -46,7 +46,7 @@ var (
 var exprUnlike = map[string]map[string]string{
 	exprQueries[0] + " #2": {"DuckDB": "length"},
 	exprQueries[0] + " #3": {"DuckDB": "type length flags"},
-	exprQueries[2] + " #1": {"DuckDB": "length", "PostgreSQL": "type length"},
+	exprQueries[2] + " #1": {"DuckDB": "length", "PostgreSQL": "length decimals"}, // SUM: a DECIMAL on both, PostgreSQL's without its scale
 	exprQueries[2] + " #2": {"DuckDB": "length", "PostgreSQL": "length decimals"},
 	exprQueries[2] + " #3": {"DuckDB": "length", "PostgreSQL": "length"},
 	exprQueries[3] + " #1": {"DuckDB": "length", "PostgreSQL": "length"},

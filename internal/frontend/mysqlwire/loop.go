@@ -127,6 +127,10 @@ type loopRun struct {
 	// names none (lastPlain).
 	lastSQL   string
 	lastPlain bool
+	// shape is lastSQL's sqltok.Shape, handed on with each of its requests (query.Request.Shape):
+	// the core's shared engine user checks and the history's redaction remember what they
+	// found of the text there, and do not read it again at each statement.
+	shape *sqltok.Shape
 
 	// An admitted statement whose engine connection the goroutine opens (held meanwhile), and
 	// the engine tag of its capacity lease ("": none).
@@ -387,11 +391,12 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 		if sql = string(msg[5:]); !loopStatement(sql) {
 			return relayloop.Pause
 		}
-		lr.lastSQL, lr.lastPlain = sql, !mayHoldSessionValue(sql)
+		lr.lastSQL, lr.lastPlain, lr.shape = sql, !mayHoldSessionValue(sql), new(sqltok.Shape)
 	}
 	req := &lr.stmt
 	if lr.lastPlain {
 		h.fillAs(req, sql, nil)
+		req.Shape = sqltok.Shaped(sql, lr.shape)
 	} else {
 		h.fill(req, sql, nil) // the values written in as they are now
 	}

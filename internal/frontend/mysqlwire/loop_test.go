@@ -21,6 +21,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/mytest"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
@@ -1001,4 +1002,44 @@ func rawRow(rows *sql.Rows, n int) ([]sql.RawBytes, error) {
 		ptrs[i] = &vals[i]
 	}
 	return vals, rows.Scan(ptrs...)
+}
+
+// TestLoopStatementsCarryTheirTextsShape: each statement the loop admits reaches the core with
+// a sqltok.Shape for its very text (query.Request.Shape), one Shape for a text sent again and
+// another for another text, so that the core's checks and the history's redaction remember
+// what they found of a text and do not read it again at each statement.
+func TestLoopStatementsCarryTheirTextsShape(t *testing.T) {
+	var mu sync.Mutex
+	var shapes []*sqltok.Shape
+	f := coreServer(t, coreSetup{check: func(req *query.Request, _ string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		shapes = append(shapes, req.Shape.Of(req.SQL))
+		return nil
+	}})
+	c := newRawClient(t, f.addr, f.dbName)
+	mu.Lock()
+	shapes = nil // the login's check of its database
+	mu.Unlock()
+	sent := []string{"SELECT 1", "SELECT 1", "SELECT 2", "SELECT 2", "SELECT 2"}
+	onLoop(t, f.addr, int64(len(sent)), func() {
+		for _, q := range sent {
+			if err := c.query(comQuery(q), []byte{1, q[7]}); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(shapes) != len(sent) {
+		t.Fatalf("the core checked %d statements, want %d", len(shapes), len(sent))
+	}
+	for i, s := range shapes {
+		if s == nil {
+			t.Fatalf("%s (statement %d) reached the core without its text's shape", sent[i], i)
+		}
+	}
+	if shapes[0] != shapes[1] || shapes[2] != shapes[3] || shapes[3] != shapes[4] || shapes[1] == shapes[2] {
+		t.Fatalf("shapes %p: want one for each text", shapes)
+	}
 }

@@ -174,7 +174,7 @@ func (h *session) run(sql string, bin *binParams) (*mysql.Result, error) {
 		}
 	}
 	req := h.request(sent, args)
-	counted := h.divideOnPostgreSQL(req, sql, sent, args) // divops.go
+	counted := h.divideOnPostgreSQL(req, sql, sent, args) // divops.go, decimals.go
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.mu.Lock()
 	h.cancel = cancel
@@ -875,6 +875,14 @@ func (h *session) variable(name string) (any, bool) {
 		}
 		return "REPEATABLE-READ", true
 	case "transaction_read_only", "tx_read_only":
+		return int64(0), true
+	case "in_transaction": // what the OK packets' SERVER_STATUS_IN_TRANS says
+		if h.routesToMySQL() {
+			return nil, false
+		}
+		if h.status()&mysql.SERVER_STATUS_IN_TRANS != 0 {
+			return int64(1), true
+		}
 		return int64(0), true
 	case "time_zone":
 		return cmp.Or(h.timeZone, timeZoneDefault), true

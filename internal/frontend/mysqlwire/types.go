@@ -71,6 +71,9 @@ func columnFor(f arrow.Field) column {
 	switch t := f.Type.(type) {
 	case *arrow.BooleanType:
 		setType(mysql.MYSQL_TYPE_TINY, 1)
+		if _, pg := f.Metadata.GetValue(engine.MetaPGOID); pg && origin && !tableColumn {
+			setType(mysql.MYSQL_TYPE_LONG, 1) // MariaDB's comparison (7/2 > 3, a IS NULL) is an INT(1); a BOOLEAN column TINYINT(1)
+		}
 	case *arrow.Int8Type:
 		setType(mysql.MYSQL_TYPE_TINY, 4)
 	case *arrow.Uint8Type:
@@ -591,10 +594,14 @@ func appendBinary(b []byte, col *column, a arrow.Array, i int) []byte {
 	}
 	switch a := a.(type) {
 	case *array.Boolean:
+		v := byte(0)
 		if a.Value(i) {
-			return append(b, 1)
+			v = 1
 		}
-		return append(b, 0)
+		if col.field.Type == mysql.MYSQL_TYPE_LONG {
+			return append(b, v, 0, 0, 0)
+		}
+		return append(b, v)
 	case *array.Int8:
 		return append(b, byte(a.Value(i)))
 	case *array.Uint8:

@@ -41,6 +41,13 @@ func (b describingEngine) OpenSession(ctx context.Context, q *query.Request) (en
 // startServer serves backend on a loopback port and returns its address.
 func startServer(t testing.TB, backend query.Backend, opts pgwire.Options) string {
 	t.Helper()
+	_, addr := serveBackend(t, backend, opts)
+	return addr
+}
+
+// serveBackend is startServer, also returning the server.
+func serveBackend(t testing.TB, backend query.Backend, opts pgwire.Options) (*pgwire.Server, string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +55,7 @@ func startServer(t testing.TB, backend query.Backend, opts pgwire.Options) strin
 	srv := pgwire.NewServer(backend, opts)
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return l.Addr().String()
+	return srv, l.Addr().String()
 }
 
 // pgEngine opens the PostgreSQL engine on a fresh test database; it returns the engine and

@@ -95,6 +95,12 @@ type loopRun struct {
 	// shape is the sqltok.Shape of plain's texts, handed on with each (conn.shaped): this
 	// loop's comparison is the one the core's checks and the history's redaction rely on.
 	shape *sqltok.Shape
+	// held is the engine connection kept plugged in between the client's transactions
+	// (transaction pool mode, engine.PGWireKeeper): from a transaction's end, when the engine
+	// let the client keep it, until the next transaction's admission takes it over (the same
+	// wire again: c.wire.conn) or it is given back (unplugged). While no wire is open it is
+	// kept idle, and every message of its server's is watched (out of turn: given back).
+	held engine.PGWireKeeper
 }
 
 // eventLoop is the server's loop, started on first use; nil where there is none.
@@ -196,6 +202,7 @@ func (c *conn) onLoop() (ok bool, err error) {
 		Watch:          lr.watch,
 		Unplugged:      lr.unplugged,
 		KeepB:          true, // engine sockets are relayloop.Conns, which release themselves
+		StayB:          true, // kept between transactions (keep)
 		Done:           func(res relayloop.Result) { lr.events <- loopEvent{done: &res} },
 		MessageTimeout: c.srv.opts.Limits.MessageTimeout,    // as the goroutine's clientReader
 		WriteTimeout:   c.srv.opts.Limits.WriteStallTimeout, // as the goroutine's writes (BoundWrites)
@@ -305,6 +312,9 @@ func (lr *loopRun) admitNow(sql string) (v relayloop.Verdict, admitted bool) {
 	ok, err := c.openWireWith(sql, true)
 	switch {
 	case err != nil && errors.Is(err, engine.ErrWouldWait): // errors.Is of nil costs a call
+		if !lr.letGoHeld() { // the goroutine's admission may need it back in the pool
+			return relayloop.Pause, false
+		}
 		lr.events <- loopEvent{admit: sql}
 		return relayloop.Hold, false
 	case err != nil || !ok:
@@ -312,19 +322,32 @@ func (lr *loopRun) admitNow(sql string) (v relayloop.Verdict, admitted bool) {
 		return relayloop.Pause, false
 	}
 	sock, isSock := c.wire.conn.(engine.PGWireSocket)
+	if lr.held != nil && isSock && any(sock) == any(lr.held) {
+		// The kept connection, taken over: plugged in already.
+		lr.rows.WatchAll = false
+		lr.admitted(sock)
+		return relayloop.Relay, true
+	}
 	fd := -1
 	if isSock {
 		fd, isSock = sock.LendSocket()
 	}
-	if !isSock || lr.h.Plug(fd) != nil {
+	if !isSock || !lr.letGoHeld() || lr.h.Plug(fd) != nil {
 		lr.miss = true // the goroutine forwards it on the wire it has now
 		return relayloop.Pause, false
 	}
+	lr.admitted(sock)
+	return relayloop.Relay, true
+}
+
+// admitted books the admission of a transaction on the loop's thread, its engine connection
+// sock plugged in.
+func (lr *loopRun) admitted(sock engine.PGWireSocket) {
+	c := lr.c
 	lr.sock = sock
 	c.setEngineCancel()
 	c.srv.loopAdmissions.Add(1)
 	c.loopHandOffs = 0
-	return relayloop.Relay, true
 }
 
 // setEngineCancel makes a CancelRequest cancel what runs on the wire's engine connection.
@@ -508,11 +531,17 @@ func (lr *loopRun) answerAlone(kind byte, body []byte) (v relayloop.Verdict, ans
 		if !ok {
 			return 0, false
 		}
+		if !lr.letGoHeld() {
+			return relayloop.Pause, true // the goroutine answers it
+		}
 		if body[0] == 'S' {
 			c.dropStmt(string(name))
 		}
 		return lr.h.Answering(closeComplete), true // a portal ended with its transaction
 	case 'S':
+		if !lr.letGoHeld() {
+			return relayloop.Pause, true
+		}
 		c.skipToSync = false
 		c.txStatus = 'I'
 		return lr.h.Answering(readyForQueryIdle), true
@@ -795,6 +824,11 @@ func cstring(b []byte) (s, rest []byte, ok bool) {
 func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 	c := lr.c
 	ws := c.wire
+	if ws == nil && lr.held != nil {
+		// The kept connection's server spoke between transactions (a ParameterStatus, a
+		// notice, a terminated backend's FATAL): the goroutine gives it back, closed.
+		return relayloop.Pause
+	}
 	if msg[0] == 'S' {
 		c.noteParameter(msg)
 		return relayloop.Relay
@@ -821,6 +855,10 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 				return relayloop.End
 			}
 			if ws.w.PoolMode == proxy.PoolModeTransaction && len(ws.queue) == 0 {
+				if lr.keep(ws) {
+					lr.resumeHeld()
+					return relayloop.Relay
+				}
 				lr.unplugging = true
 				return relayloop.Unplug
 			}
@@ -877,10 +915,62 @@ func (lr *loopRun) count(run *wireRun) {
 	}
 }
 
+// keep ends the transaction of ws keeping its engine connection plugged in for the client's
+// next one, when the engine lets it (engine.PGWireKeeper.Keep): the wire is closed and its slot
+// freed as at an unplug, and the next admission takes the connection over (OpenPGWire's Kept)
+// rather than unplug, give back, take and plug. False: the caller unplugs it.
+func (lr *loopRun) keep(ws *wireState) bool {
+	c := lr.c
+	k, ok := ws.conn.(engine.PGWireKeeper)
+	if !ok || c.lateCancel {
+		return false // a query timeout's cancel may still be on its way to the backend
+	}
+	// No CancelRequest reaches the connection from here on (Keep then knows every cancel).
+	c.runMu.Lock()
+	c.runCancel, c.cancelConn = nil, nil
+	c.runMu.Unlock()
+	if !k.Keep(lr) {
+		return false
+	}
+	c.closeWire()
+	c.spare = ws
+	lr.held = k
+	lr.rows.WatchAll = true
+	return true
+}
+
+// Reclaim is engine.PGWireHolder's: the kept connection w goes back to its pool now when no
+// transaction runs on it; one a transaction runs on goes back at its end (Keep answers false
+// then). One whose last answer is still on its way to the client stays: the engine asks
+// again.
+func (lr *loopRun) Reclaim(w engine.PGWire) {
+	lr.h.Do(func() {
+		if lr.held != nil && any(lr.held) == any(w) && lr.c.wire == nil {
+			lr.h.UnplugNow()
+		}
+	})
+}
+
+// letGoHeld gives back the connection kept between transactions, before another is plugged in
+// or the goroutine admits; false when it cannot leave the pair now (its last answer is still
+// on its way to the client).
+func (lr *loopRun) letGoHeld() bool {
+	return lr.held == nil || lr.h.UnplugNow()
+}
+
 // unplugged gives the transaction's engine connection back (transaction pool mode), on the
 // loop's thread: the pool's and the slot's bookkeeping, neither of which waits.
 func (lr *loopRun) unplugged(_ int, rest []byte) {
 	c := lr.c
+	if lr.held != nil && (c.wire == nil || any(c.wire.conn) != any(lr.held)) {
+		// The connection kept between transactions (c.wire, if any, is the next one's, to be
+		// plugged in next).
+		lr.held.GiveBack(len(rest) == 0) // the server spoke after the end, unasked
+		lr.held, lr.sock = nil, nil
+		lr.rows.WatchAll = false
+		return
+	}
+	lr.held = nil // (its wire's Close gives it back)
 	if len(rest) > 0 {
 		c.wire.conn.Discard() // the server spoke after ReadyForQuery, unasked
 	}
@@ -930,6 +1020,14 @@ func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 	if ws != nil && len(ws.queue) > 0 {
 		lr.count(ws.queue[0].run) // rows that passed since the engine's last watched message
 	}
+	if lr.held != nil && (ws == nil || any(ws.conn) != any(lr.held)) {
+		// Kept between transactions (ws is another connection's, if any, not plugged in yet):
+		// healthy unless its server spoke unasked or ended it.
+		unasked := len(toClient) > 0 || res.Remaining[relayloop.BToA] > 0
+		lr.held.GiveBack(!unasked && !(res.Err != nil && res.Side == relayloop.BToA))
+		toClient = nil
+	}
+	lr.held = nil // one a transaction runs on is its wire's (c.wire)
 	if errors.Is(res.Err, relayloop.ErrMessageTimeout) {
 		return c.loopMessageTimeout(lr, res)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/trinodb/trino-go-client/trino"
 
@@ -139,5 +140,23 @@ func TestRowsOnPostgres(t *testing.T) {
 		where row(x, y) = row(1, 'a') or row(x, y) in (row(2, 'c')) or row(x, y) < row(0, 'z')`
 	if err := db.QueryRow(compared).Scan(&n); err != nil || n != 2 {
 		t.Errorf("rows compared in WHERE: %d, %v; want 2", n, err)
+	}
+}
+
+// TestStatementBytesAreClassedAsUnicodeClassesThem: the parser's byte classes are unicode's
+// of each byte taken as a rune, for all 256 (a statement's words end where they did).
+func TestStatementBytesAreClassedAsUnicodeClassesThem(t *testing.T) {
+	for b := range 256 {
+		r := rune(b)
+		c := byteClass[b]
+		if got, want := c&byteSpace != 0, unicode.IsSpace(r); got != want {
+			t.Errorf("byte %#x: space %v, unicode.IsSpace %v", b, got, want)
+		}
+		if got, want := c&byteWord != 0, unicode.IsLetter(r) || r == '_'; got != want {
+			t.Errorf("byte %#x: in a word %v, want %v", b, got, want)
+		}
+		if got, want := c&byteIdent != 0, unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_'; got != want {
+			t.Errorf("byte %#x: in an identifier %v, want %v", b, got, want)
+		}
 	}
 }

@@ -59,8 +59,34 @@ type literalParser struct {
 	pos int
 }
 
+// The classes of a statement's bytes as the parser reads them: unicode's of the byte taken as
+// a rune (Latin-1), looked up in one table. Every statement's first word is read three times
+// (sessionStatement, transactionVerb, parseExecuteImmediate): unicode's calls per byte were
+// most of that.
+const (
+	byteSpace = 1 << iota // unicode.IsSpace
+	byteWord              // unicode.IsLetter, or '_'
+	byteIdent             // unicode.IsLetter or unicode.IsDigit, or '_'
+)
+
+var byteClass = func() (t [256]uint8) {
+	for b := range t {
+		r := rune(b)
+		if unicode.IsSpace(r) {
+			t[b] |= byteSpace
+		}
+		if unicode.IsLetter(r) || r == '_' {
+			t[b] |= byteWord | byteIdent
+		}
+		if unicode.IsDigit(r) {
+			t[b] |= byteIdent
+		}
+	}
+	return t
+}()
+
 func (p *literalParser) space() {
-	for p.pos < len(p.s) && unicode.IsSpace(rune(p.s[p.pos])) {
+	for p.pos < len(p.s) && byteClass[p.s[p.pos]]&byteSpace != 0 {
 		p.pos++
 	}
 }
@@ -82,7 +108,7 @@ func (p *literalParser) take(c byte) bool {
 func (p *literalParser) word() string {
 	p.space()
 	start := p.pos
-	for p.pos < len(p.s) && (unicode.IsLetter(rune(p.s[p.pos])) || p.s[p.pos] == '_') {
+	for p.pos < len(p.s) && byteClass[p.s[p.pos]]&byteWord != 0 {
 		p.pos++
 	}
 	return p.s[start:p.pos]
@@ -91,7 +117,7 @@ func (p *literalParser) word() string {
 func (p *literalParser) identifier() string {
 	p.space()
 	start := p.pos
-	for p.pos < len(p.s) && (unicode.IsLetter(rune(p.s[p.pos])) || unicode.IsDigit(rune(p.s[p.pos])) || p.s[p.pos] == '_') {
+	for p.pos < len(p.s) && byteClass[p.s[p.pos]]&byteIdent != 0 {
 		p.pos++
 	}
 	return p.s[start:p.pos]

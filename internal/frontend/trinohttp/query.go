@@ -336,13 +336,18 @@ func (q *runningQuery) finish(tag string, noRows bool) {
 	q.notifyLocked()
 }
 
-// abandon cancels a query whose client went away.
-func (q *runningQuery) abandon() {
+// abandon cancels a query whose client went away, and reports whether it was still running
+// (held its engine query, and any capacity slot, until now).
+func (q *runningQuery) abandon() (running bool) {
+	q.mu.Lock()
+	running = !q.done // before the cancel, which ends it
+	q.mu.Unlock()
 	q.cancel()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.failLocked(&QueryError{Message: "Query abandoned: the client stopped polling", ErrorCode: codeAbandoned.code,
 		ErrorName: codeAbandoned.name, ErrorType: codeAbandoned.kind})
+	return running
 }
 
 // updateOf reads a command tag ("INSERT 0 3", "UPDATE 2", "CREATE") as Trino's updateType and count.

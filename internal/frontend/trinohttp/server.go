@@ -800,7 +800,10 @@ func (s *Server) reapOnce(now time.Time) {
 	}
 	s.mu.Unlock()
 	for _, q := range abandoned {
-		q.abandon()
+		running := q.abandon()
+		s.refusals.WithLabelValues("trinohttp", "client_timeout").Inc()
+		s.log.Warn("trinohttp: query abandoned: its client neither polled nor deleted it within the client timeout; it was cancelled",
+			"query", q.id, "user", q.user, "running", running, "timeout", s.opts.AbandonAfter.String())
 	}
 	s.endIdleTransactions(now.Add(-s.opts.AbandonAfter), false)
 }

@@ -50,22 +50,30 @@ func writtenPlain(schema *arrow.Schema, conv *structured.Converter) bool {
 // and the cache does not fill with shapes of schemas no query hands over again.
 type shapes struct {
 	*boundedcache.Cache[uint64, *shape] // by shapeKey
-	// last is the shape of's last caller was given: a statement run again and again is handed
-	// the same schema (pgengine keeps it per statement), which then is not hashed again (850
-	// instructions of a SELECT 1).
-	last *atomic.Pointer[shape]
+	// last is the schema of's last caller handed and its shape: a statement run again and
+	// again is handed the same schema (pgengine keeps it per statement), which then is not
+	// hashed again (850 instructions of a SELECT 1). Its shape may have been built from an
+	// equal schema of another allocation: pgengine's first run of a statement reads its values
+	// as text and the runs after as binary, each its own schema.
+	last *atomic.Pointer[lastShape]
+}
+
+// lastShape is a schema and its shape.
+type lastShape struct {
+	schema *arrow.Schema
+	shape  *shape
 }
 
 // shapesMax bounds the shapes kept; past it the cache starts again empty.
 const shapesMax = 512
 
 func newShapes() shapes {
-	return shapes{boundedcache.New[uint64, *shape](shapesMax), new(atomic.Pointer[shape])}
+	return shapes{boundedcache.New[uint64, *shape](shapesMax), new(atomic.Pointer[lastShape])}
 }
 
 func (c shapes) of(schema *arrow.Schema) *shape {
-	if s := c.last.Load(); s != nil && s.schema == schema { // an arrow.Schema never changes
-		return s
+	if l := c.last.Load(); l != nil && l.schema == schema { // an arrow.Schema never changes
+		return l.shape
 	}
 	key := shapeKey(schema)
 	s, ok := c.Get(key)
@@ -73,9 +81,7 @@ func (c shapes) of(schema *arrow.Schema) *shape {
 		s = newShape(schema)
 		c.Put(key, s) // replaces a colliding shape: a rebuild when both come back, never a wrong shape
 	}
-	if s.schema == schema {
-		c.last.Store(s)
-	}
+	c.last.Store(&lastShape{schema: schema, shape: s})
 	return s
 }
 

@@ -73,7 +73,9 @@ func BenchmarkShapeOfANewSchema(b *testing.B) {
 }
 
 // Schemas handed over again and again, as pgengine hands each statement's (the same pointer
-// each run), in any order with new ones between: each gets the shape built from it.
+// each run), in any order with new ones between: each gets the shape built from it, and is
+// the one the next call finds without hashing, also when its shape was built from an equal
+// schema of another allocation (pgengine's statement read as text at its first run).
 func TestAShapeIsItsSchemasWhateverCameBefore(t *testing.T) {
 	pool := []*arrow.Schema{
 		arrow.NewSchema([]arrow.Field{{Name: "_col0", Type: arrow.PrimitiveTypes.Int32}}, nil),
@@ -91,6 +93,9 @@ func TestAShapeIsItsSchemasWhateverCameBefore(t *testing.T) {
 			got, want := c.of(schema), newShape(schema)
 			if !bytes.Equal(got.columnsJSON, want.columnsJSON) {
 				rt.Fatalf("%v: columns %s, want %s", schema, got.columnsJSON, want.columnsJSON)
+			}
+			if l := c.last.Load(); l.schema != schema || l.shape != got { // the next of(schema) is not hashed
+				rt.Fatalf("%v: the last shape kept is %v's, not the schema's just handed", schema, l.schema)
 			}
 		}
 	})

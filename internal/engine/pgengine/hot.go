@@ -1,0 +1,100 @@
+package pgengine
+
+import (
+	"errors"
+	"hash/maphash"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queryflux/queryflux/internal/sqlstate"
+)
+
+// A statement without arguments runs unprepared (argsFreeMode, pgx's exec mode): PostgreSQL
+// parses and plans it every time, which for a short statement is most of its server time (a
+// SELECT 1 took 50-75 us of the backend's CPU so, 32-45 us prepared, at load 16-32: RESULTS.md,
+// "(#22, 2026-12-07, session 44, trino)"). Literal-only SQL that varies at every run (the SQL of
+// simple-protocol clients) would gain nothing from a prepared statement each and fill pgx's
+// statement cache, so only a statement seen before runs from that cache ("hot"), and only on a
+// pooled connection outside a client's transaction: there a prepared statement that PostgreSQL
+// refuses to run as prepared (its result's columns changed since, by DDL on a table it reads; or
+// a client's DEALLOCATE ALL or DISCARD ALL dropped it) fails before it ran, at its Bind, and runs
+// again unprepared (primed). Within a transaction that failure would abort the transaction.
+
+// hotSeenMax bounds the statements remembered as seen; past it the memory starts again.
+const hotSeenMax = 8192
+
+// hotStatements remembers the statements without arguments run on the pool lately, by a hash
+// of their text (a collision only prepares a statement seen once).
+type hotStatements struct {
+	mu   sync.Mutex
+	seed maphash.Seed
+	seen map[uint64]struct{}
+}
+
+func newHotStatements() *hotStatements {
+	return &hotStatements{seed: maphash.MakeSeed(), seen: map[uint64]struct{}{}}
+}
+
+// again reports whether sql was seen before, and remembers it seen.
+func (h *hotStatements) again(sql string) bool {
+	k := maphash.String(h.seed, sql)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.seen[k]; ok {
+		return true
+	}
+	if len(h.seen) >= hotSeenMax {
+		clear(h.seen)
+	}
+	h.seen[k] = struct{}{}
+	return false
+}
+
+// primed reads the first row of a hot statement's rows before they are handed on (pgx has
+// read up to it already: a prepared statement's rows are described by its cache, and the
+// server's first answer to it is a row, the end, or a refusal). It reports a statement refused
+// as prepared (stalePrepared) stale, its rows closed: the caller runs it again unprepared.
+func primed(rows pgx.Rows) (pgx.Rows, bool) {
+	if rows.Next() {
+		return &primedRows{Rows: rows, pending: true}, false
+	}
+	if !stalePrepared(rows.Err()) {
+		return rows, false // its end or its error, which Next and Err tell again
+	}
+	rows.Close()
+	return nil, true
+}
+
+// stalePrepared reports whether err is PostgreSQL's refusal to run a prepared statement as it
+// was prepared: its result's row type changed, or the statement is gone. Both come at the
+// Bind, before anything ran.
+func stalePrepared(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case sqlstate.InvalidSQLStatementName:
+		return true
+	case sqlstate.FeatureNotSupported:
+		return strings.Contains(pe.Message, "cached plan must not change result type")
+	}
+	return false
+}
+
+// primedRows are rows whose first Next was called, and found a row, before they were handed on.
+type primedRows struct {
+	pgx.Rows
+	pending bool // that row was not read yet
+}
+
+func (r *primedRows) Next() bool {
+	if r.pending {
+		r.pending = false
+		return true
+	}
+	return r.Rows.Next()
+}

@@ -1,0 +1,72 @@
+package pgengine
+
+import (
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/internal/trinopg"
+)
+
+// MariaDB sorts NULLs first in an ascending order and last in a descending one (a query's
+// ORDER BY, a window's, an aggregate's), and has no NULLS FIRST / LAST; PostgreSQL sorts them
+// the other way. A MySQL client's sort key is written with the NULLS its order has on
+// MariaDB. ORDER BY NULL (MariaDB: no order; Django's MySQL backend sends it after a GROUP BY)
+// is PostgreSQL's error 42601 and is left out.
+
+// mysqlNullsOrder is sqlText (PostgreSQL's text of a MySQL client's statement) with each sort
+// key's NULLS written as MariaDB sorts them; sqlText itself when it has no ORDER BY.
+func mysqlNullsOrder(sqlText string) string {
+	if !sqltok.ContainsFold(sqlText, "order") {
+		return sqlText
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
+	keys := trinopg.SortKeys(toks)
+	if len(keys) == 0 {
+		return sqlText
+	}
+	var b strings.Builder
+	at := 0
+	for i := 0; i < len(keys); i++ {
+		k := keys[i]
+		if by := k.Lo - 1; by >= 1 && toks[by].IsWord("by") && toks[by-1].IsWord("order") {
+			n := 1 // the keys of this ORDER BY
+			for i+n < len(keys) && keys[i+n].Lo > keys[i+n-1].Hi && toks[keys[i+n].Lo-1].Text == "," {
+				n++
+			}
+			if allNull(toks, keys[i:i+n]) {
+				b.WriteString(sqlText[at:toks[by-1].Pos])
+				last := keys[i+n-1]
+				at = tokEnd(toks[max(last.Hi, last.Dir+1)-1])
+				i += n - 1
+				continue
+			}
+		}
+		if k.Nulls >= 0 || k.Hi == k.Lo+1 && toks[k.Lo].IsWord("null") {
+			continue
+		}
+		after, nulls := tokEnd(toks[k.Hi-1]), " NULLS FIRST"
+		if k.Dir >= 0 {
+			after = tokEnd(toks[k.Dir])
+		}
+		if k.Descending(toks) {
+			nulls = " NULLS LAST"
+		}
+		b.WriteString(sqlText[at:after])
+		b.WriteString(nulls)
+		at = after
+	}
+	b.WriteString(sqlText[at:])
+	return b.String()
+}
+
+// allNull reports whether every key of keys is the literal NULL.
+func allNull(toks []sqltok.Token, keys []trinopg.SortKey) bool {
+	for _, k := range keys {
+		if k.Hi != k.Lo+1 || !toks[k.Lo].IsWord("null") {
+			return false
+		}
+	}
+	return true
+}
+
+func tokEnd(t sqltok.Token) int { return t.Pos + len(t.Text) }
