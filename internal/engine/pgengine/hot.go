@@ -3,6 +3,7 @@ package pgengine
 import (
 	"errors"
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 
@@ -57,12 +58,17 @@ func (h *hotStatements) again(sql string) bool {
 // read up to it already: a prepared statement's rows are described by its cache, and the
 // server's first answer to it is a row, the end, or a refusal). It reports a statement refused
 // as prepared (stalePrepared) stale, its rows closed: the caller runs it again unprepared.
+//
+// The rows' field descriptions are copied first: pgx keeps them in its connection's buffer, and
+// a Next that reaches the end gives the connection back to the pool, where the next statement
+// run on it (the MySQL frontend's column-keys lookup, say) overwrites them.
 func primed(rows pgx.Rows) (pgx.Rows, bool) {
+	fields := slices.Clone(rows.FieldDescriptions())
 	if rows.Next() {
-		return &primedRows{Rows: rows, pending: true}, false
+		return &primedRows{Rows: rows, fields: fields, pending: true}, false
 	}
 	if !stalePrepared(rows.Err()) {
-		return rows, false // its end or its error, which Next and Err tell again
+		return &primedRows{Rows: rows, fields: fields}, false // its end or its error, which Next and Err tell again
 	}
 	rows.Close()
 	return nil, true
@@ -88,8 +94,11 @@ func stalePrepared(err error) bool {
 // primedRows are rows whose first Next was called, and found a row, before they were handed on.
 type primedRows struct {
 	pgx.Rows
-	pending bool // that row was not read yet
+	fields  []pgconn.FieldDescription // the rows' own: pgx's are its connection's, reused
+	pending bool                      // that row was not read yet
 }
+
+func (r *primedRows) FieldDescriptions() []pgconn.FieldDescription { return r.fields }
 
 func (r *primedRows) Next() bool {
 	if r.pending {

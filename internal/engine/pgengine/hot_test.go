@@ -112,3 +112,22 @@ func TestRepeatedStatementsFollowTheirTablesAndDroppedStatements(t *testing.T) {
 		}
 	})
 }
+
+// TestAnEmptyRepeatedResultKeepsItsColumns: a repeated statement whose result is empty, from a
+// MySQL client (whose columns' keys are then read from the catalog on a free connection),
+// answers with its own columns every time. Reading the empty result to its end gave the
+// connection back to the pool, the catalog's statement ran on it, and the result's columns
+// became the catalog statement's ("column attrelid: binary format for type oid not supported").
+func TestAnEmptyRepeatedResultKeepsItsColumns(t *testing.T) {
+	e, _ := openConns(t, 1) // one connection: the catalog's statement runs where the result ran
+	if _, _, err := enginetest.TextRows(e, &query.Request{SQL: "create table hot_empty (id int primary key, v text)"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		q := &query.Request{SQL: "select id, v from hot_empty where id < 0", Protocol: query.ProtocolMySQL}
+		names, rows, err := enginetest.TextRows(e, q)
+		if err != nil || !slices.Equal(names, []string{"id", "v"}) || len(rows) != 0 {
+			t.Fatalf("run %d: columns %q, %d rows, %v; want [id v], none", i+1, names, len(rows), err)
+		}
+	}
+}
