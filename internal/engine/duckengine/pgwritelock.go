@@ -33,6 +33,14 @@ import (
 // as PostgreSQL gives each statement a fresh one; REPEATABLE READ and SERIALIZABLE keep theirs
 // and may still fail with 40001, as on PostgreSQL.
 //
+// A plain INSERT takes no lock: PostgreSQL never makes one wait for another transaction's
+// writes but on a unique key, and DuckDB appends from concurrent transactions without conflict.
+// A wait for the lock longer than unlockedAfter runs the statement without it, as DuckDB would:
+// writers of different rows (which PostgreSQL never makes wait) proceed, and one client that
+// interleaves two transactions on one thread (A writes, B writes, A commits) is not stuck
+// forever behind itself; a write of a row another transaction wrote then fails 40001, where
+// PostgreSQL would wait for it.
+//
 // The wait ends as PostgreSQL's does: with the lock, lock_timeout (55P03), statement_timeout
 // or the client's cancel (57014). A SELECT ... FOR UPDATE / FOR SHARE takes the lock too (its
 // rows are then the transaction's until it ends; NOWAIT answers 55P03 at once); SKIP LOCKED
@@ -55,8 +63,15 @@ var (
 	errCanceledByClient = &query.Error{Code: sqlstate.QueryCanceled, Message: "canceling statement due to user request"}
 )
 
+// unlockedAfter is how long a writer waits for the lock before it runs without it.
+const unlockedAfter = 2 * time.Second
+
+// errUnlocked: the wait passed unlockedAfter; the statement runs without the lock.
+var errUnlocked = errors.New("duckengine: write lock not taken")
+
 // take waits for the lock: until lockTimeout or statementTimeout (0: none) runs out, or ctx
-// ends; with nowait it does not wait, and what for names the error then.
+// ends; with nowait it does not wait, and what for names the error then. errUnlocked after
+// unlockedAfter: the caller runs its statement without the lock.
 func (l *writeLock) take(ctx context.Context, lockTimeout, statementTimeout time.Duration, nowait bool, what string) error {
 	ch := l.ch()
 	select {
@@ -78,9 +93,13 @@ func (l *writeLock) take(ctx context.Context, lockTimeout, statementTimeout time
 		defer t.Stop()
 		stmtTimer = t.C
 	}
+	unlocked := time.NewTimer(unlockedAfter) //determinism:ok as above
+	defer unlocked.Stop()
 	select {
 	case ch <- struct{}{}:
 		return nil
+	case <-unlocked.C:
+		return errUnlocked
 	case <-lockTimer:
 		return errLockTimeout
 	case <-stmtTimer:
@@ -134,7 +153,9 @@ func writeIntent(q *query.Request) (write, nowait bool, what string) {
 		return false, false, ""
 	}
 	switch words[0] {
-	case "insert", "update", "delete", "merge", "create", "drop", "alter", "truncate", "comment", "grant", "revoke", "execute":
+	case "insert": // a plain INSERT waits for no one on PostgreSQL (but on a unique key)
+		return slices.Contains(words, "conflict"), false, ""
+	case "update", "delete", "merge", "create", "drop", "alter", "truncate", "comment", "grant", "revoke", "execute":
 		return true, false, ""
 	case "copy":
 		return slices.Contains(words, "from"), false, ""
@@ -221,15 +242,16 @@ func (s *session) statementTimeoutOf(q *query.Request) time.Duration {
 func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(context.Context, *query.Request) (query.Rows, error)) (query.Rows, error) {
 	write, nowait, what := writeIntent(q)
 	if write && !s.writing && s.status != 'E' && !(s.readOnly && s.status == 'T') && !holdsWrites(ctx) {
-		if err := s.e.writes.take(ctx, s.lockTimeoutOf(q), s.statementTimeoutOf(q), nowait, what); err != nil {
+		err := s.e.writes.take(ctx, s.lockTimeoutOf(q), s.statementTimeoutOf(q), nowait, what)
+		if err != nil && err != errUnlocked {
 			s.fail()
 			return nil, err
 		}
-		s.writing = true
-		if s.status == 'T' && s.snapshot && !s.keepSnapshot && s.plainSoFar {
+		s.writing = err == nil
+		if s.writing && s.status == 'T' && s.snapshot && !s.keepSnapshot && s.plainSoFar {
 			s.holdLast(ctx) // a result still streaming would end with the transaction
 		}
-		if s.status == 'T' && s.snapshot && !s.keepSnapshot && s.plainSoFar {
+		if s.writing && s.status == 'T' && s.snapshot && !s.keepSnapshot && s.plainSoFar {
 			// Only reads ran, and none of them can tell: a fresh snapshot now holds every
 			// write committed before the lock was ours.
 			if err := s.exec(ctx, "ROLLBACK"); err != nil {
@@ -295,7 +317,10 @@ func (e *Engine) writeTurn(ctx context.Context, q *query.Request) (context.Conte
 	if err != nil {
 		return ctx, nil, err
 	}
-	if err := e.writes.take(ctx, lockTimeout, statementTimeout, nowait, what); err != nil {
+	switch err := e.writes.take(ctx, lockTimeout, statementTimeout, nowait, what); {
+	case err == errUnlocked:
+		return ctx, nil, nil
+	case err != nil:
 		return ctx, nil, err
 	}
 	return context.WithValue(ctx, heldWrites{}, true), e.writes.release, nil

@@ -97,6 +97,16 @@ func TestConcurrentWritersAsPostgreSQL(t *testing.T) {
 				answerOf(execSimple(b, "update acct set n = n + 1 where id = 1")), answerOf(execSimple(b, "commit")))
 			return append(out, rowsText(a, "select n from acct where id = 1"))
 		}},
+		{"two transactions interleaved by one client", func(t *testing.T, url string) []string {
+			// PostgreSQL lets writers of different rows, and inserts, go on side by side: a client
+			// that interleaves two transactions on one thread must not wait on itself forever.
+			a, b := connect(t, url), connect(t, url)
+			return []string{answerOf(execSimple(a, "begin")), answerOf(execSimple(a, "update acct set n = 10 where id = 1")),
+				answerOf(execSimple(b, "begin")), answerOf(execSimple(b, "insert into acct values (3, 3)")),
+				answerOf(execSimple(b, "update acct set n = 20 where id = 2")), answerOf(execSimple(a, "insert into acct values (4, 4)")),
+				rowsText(a, "select count(*) from acct"), answerOf(execSimple(a, "commit")), answerOf(execSimple(b, "commit")),
+				rowsText(a, "select id, n from acct order by id")}
+		}},
 		{"nowait", func(t *testing.T, url string) []string {
 			a, b := connect(t, url), connect(t, url)
 			return []string{answerOf(execSimple(a, "begin")), answerOf(execSimple(a, "update acct set n = 3 where id = 1")),
