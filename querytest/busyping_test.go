@@ -2,7 +2,6 @@ package querytest
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,12 +21,7 @@ func TestABusyPostgreSQLClusterStaysHealthy(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	addrs := daemontest.FreeAddrs(t, 2)
 	pg, admin := addrs[0], addrs[1]
-	cfg := daemontest.WriteFile(t, "standalone.yaml", fmt.Sprintf(`queryflux:
-  role: standalone
-  adminApi: {listen: "%s", token: "%s"}
-  frontends:
-    postgres: {enabled: true, listen: "%s"}
-`, admin, adminToken, pg)+pgCluster(t, dbURL, 1))
+	cfg := pgStandalone(t, admin, pg, "", dbURL, 1)
 	d := startDaemon(t, nil, []string{pg, admin}, "--config", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

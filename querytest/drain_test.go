@@ -25,12 +25,7 @@ func TestSigtermLetsAnOpenTransactionCommit(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	addrs := daemontest.FreeAddrs(t, 2)
 	pg, admin := addrs[0], addrs[1]
-	cfg := daemontest.WriteFile(t, "standalone.yaml", fmt.Sprintf(`queryflux:
-  role: standalone
-  adminApi: {listen: "%s", token: "%s"}
-  frontends:
-    postgres: {enabled: true, listen: "%s"}
-`, admin, adminToken, pg)+pgCluster(t, dbURL, 4))
+	cfg := pgStandalone(t, admin, pg, "", dbURL, 4)
 	d := daemontest.StartWith(t, daemontest.Options{Graceful: true, CleanExit: true, ExitLimit: 30 * time.Second},
 		"daemon", "serve", "--config", cfg, "--drain-timeout", "20s")
 	d.WaitListening(t, 30*time.Second, pg, admin)

@@ -44,6 +44,19 @@ settings: {security: {trustLoopback: true}}
 `, u.Host, strings.TrimPrefix(u.Path, "/"), u.User.Username(), maxRunning, group)
 }
 
+// pgStandalone writes the config of a standalone node with a PostgreSQL frontend at pg, the
+// admin API at admin, extra (whole lines under queryflux:, indented two spaces) and one
+// PostgreSQL cluster on dbURL with maxRunning slots.
+func pgStandalone(t *testing.T, admin, pg, extra, dbURL string, maxRunning int) string {
+	t.Helper()
+	return daemontest.WriteFile(t, "standalone.yaml", fmt.Sprintf(`queryflux:
+  role: standalone
+  adminApi: {listen: "%s", token: "%s"}
+%s  frontends:
+    postgres: {enabled: true, listen: "%s"}
+`, admin, adminToken, extra, pg)+pgCluster(t, dbURL, maxRunning))
+}
+
 func hostPort(t *testing.T, addr string) (string, string) {
 	t.Helper()
 	h, p, err := net.SplitHostPort(addr)
@@ -96,12 +109,7 @@ func TestStandalonePostgres(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	addrs := daemontest.FreeAddrs(t, 2)
 	pg, admin := addrs[0], addrs[1]
-	cfg := daemontest.WriteFile(t, "standalone.yaml", fmt.Sprintf(`queryflux:
-  role: standalone
-  adminApi: {listen: "%s", token: "%s"}
-  frontends:
-    postgres: {enabled: true, listen: "%s"}
-`, admin, adminToken, pg)+pgCluster(t, dbURL, 8))
+	cfg := pgStandalone(t, admin, pg, "", dbURL, 8)
 	startDaemon(t, nil, []string{pg, admin}, "--config", cfg)
 
 	h, p := hostPort(t, pg)

@@ -73,13 +73,7 @@ func TestAPostgreSQLClientThatStopsReadingFreesItsSlot(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	addrs := daemontest.FreeAddrs(t, 2)
 	pg, admin := addrs[0], addrs[1]
-	cfg := daemontest.WriteFile(t, "standalone.yaml", fmt.Sprintf(`queryflux:
-  role: standalone
-  adminApi: {listen: "%s", token: "%s"}
-  frontends:
-    postgres: {enabled: true, listen: "%s"}
-  limits: {writeStallTimeoutSecs: 2}
-`, admin, adminToken, pg)+pgCluster(t, dbURL, 1))
+	cfg := pgStandalone(t, admin, pg, "  limits: {writeStallTimeoutSecs: 2}\n", dbURL, 1)
 	startDaemon(t, nil, []string{pg, admin}, "--config", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -3,7 +3,6 @@ package querytest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -104,12 +103,7 @@ func startPostgresAndMariaDaemons(t *testing.T) (pgAddr, myAddr string) {
 	_, myDB := mytest.NewDatabase(t)
 	addrs := daemontest.FreeAddrs(t, 4)
 	pgAddr, pgAdmin, myAddr, myAdmin := addrs[0], addrs[1], addrs[2], addrs[3]
-	startDaemon(t, nil, []string{pgAddr, pgAdmin}, "--config", daemontest.WriteFile(t, "pg.yaml", fmt.Sprintf(`queryflux:
-  role: standalone
-  adminApi: {listen: "%s", token: "%s"}
-  frontends:
-    postgres: {enabled: true, listen: "%s"}
-`, pgAdmin, adminToken, pgAddr)+pgCluster(t, dbURL, 4)))
+	startDaemon(t, nil, []string{pgAddr, pgAdmin}, "--config", pgStandalone(t, pgAdmin, pgAddr, "", dbURL, 4))
 	startDaemon(t, nil, []string{myAddr, myAdmin}, "--config", daemontest.WriteFile(t, "my.yaml", mariaStandalone(myAdmin, myAddr, myDB)))
 	return pgAddr, myAddr
 }
