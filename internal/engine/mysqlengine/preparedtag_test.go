@@ -25,30 +25,37 @@ func TestPreparedStatementsCarryTheEngineTag(t *testing.T) {
 			req := &query.Request{SQL: "SELECT SLEEP(?)", Database: name}
 			done := make(chan error, 1)
 			go func() { done <- runSleep(ctx, e, req, path, 60) }()
-			killOnceRunning(t, e, tag)
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the statement KillTagged found still runs")
-			}
+			killUntilGone(t, e, tag, done)
 		})
 	}
 }
 
-// killOnceRunning kills the statements tagged tag (KillTagged) as soon as one runs; it fails
-// t when none ran within 15 s.
-func killOnceRunning(t *testing.T, e *Engine, tag string) {
+// killUntilGone kills the statements tagged tag (KillTagged) until the one running under it
+// has ended, as the lease fence does: a KILL QUERY that lands between the statement's
+// prepare and its execute is spent on the prepare's end, so one pass is not enough. It fails
+// t when KillTagged never found the statement, or when it still runs after 30 s.
+func killUntilGone(t *testing.T, e *Engine, tag string, done <-chan error) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	found := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		n, err := e.KillTagged(context.Background(), []string{tag})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
+		found = found || n > 0
+		select {
+		case <-done:
+			if !found {
+				t.Fatal("the statement ended before KillTagged found it running under its tag")
+			}
 			return
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Fatal("KillTagged never found the prepared statement running under its tag")
+	if !found {
+		t.Fatal("KillTagged never found the prepared statement running under its tag")
+	}
+	t.Fatal("the statement KillTagged found still runs")
 }
 
 // runSleep runs req (SELECT SLEEP(?)) with seconds as its argument by path, to its end.
