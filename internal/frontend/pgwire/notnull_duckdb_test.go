@@ -15,7 +15,7 @@ import (
 // on the embedded DuckDB are PostgreSQL's errors: the message, the failing row or the key in
 // the DETAIL, the schema's, table's, column's and constraint's names in the fields, for INSERT
 // (literals, parameters, a column left to its default, several rows, a primary key of two
-// columns, a UNIQUE column) and UPDATE, outside a transaction and in one.
+// columns, one whose text column comes first, a UNIQUE column) and UPDATE, outside a transaction and in one.
 func TestNotNullAndUniqueViolationsAsPostgreSQL(t *testing.T) {
 	pg := connect(t, pgtest.NewDatabase(t))
 	duck := connect(t, memoryDuckProxy(t, "notnull").URL())
@@ -25,6 +25,10 @@ func TestNotNullAndUniqueViolationsAsPostgreSQL(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := c.Exec(ctx, `create table uq (a int, b text, c int, primary key (a, b), unique (c)); insert into uq values (1, 'x, y: z', 3)`).ReadAll(); err != nil {
+			t.Fatal(err)
+		}
+		// A key whose text column comes first: its value's ", " is not the end of the column.
+		if _, err := c.Exec(ctx, `create table uk (b text, a int, primary key (b, a)); insert into uk values ('x, y', 1), ('q, r', 1)`).ReadAll(); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.Exec(ctx, `insert into nn values (1, 'a', 1, 'y')`).ReadAll(); err != nil {
@@ -53,6 +57,9 @@ func TestNotNullAndUniqueViolationsAsPostgreSQL(t *testing.T) {
 		{"insert into nn values ($1, 'b', 2, 'x')", []any{1}},
 		{"insert into uq values (1, 'x, y: z', 4)", nil},
 		{"insert into uq values (2, 'w', 3)", nil},
+		{"insert into uk values ('x, y', 1)", nil},
+		{"update uk set b = 'x, y' where b = $1", []any{"q, r"}},
+		{"insert into uk values ('s, t', 1), ('x, y', 1)", nil},
 		{"insert into public.uq as u values (2, 'w', $1)", []any{3}},
 	} {
 		for _, inTx := range []bool{false, true} {

@@ -107,6 +107,18 @@ func TestConcurrentWritersAsPostgreSQL(t *testing.T) {
 				rowsText(a, "select count(*) from acct"), answerOf(execSimple(a, "commit")), answerOf(execSimple(b, "commit")),
 				rowsText(a, "select id, n from acct order by id")}
 		}},
+		{"a plain insert waits for no one", func(t *testing.T, url string) []string {
+			// PostgreSQL makes an INSERT wait only on a unique key another transaction wrote: a
+			// lock_timeout shorter than any wait shows an insert that waited for a writer.
+			a, b := connect(t, url), connect(t, url)
+			opt := connect(t, url+"&options=-c%20lock_timeout%3D100")
+			return []string{answerOf(execSimple(a, "begin")), answerOf(execSimple(a, "update acct set n = 11 where id = 1")),
+				answerOf(execSimple(opt, "insert into acct values (5, 5)")),
+				answerOf(execSimple(b, "begin")), answerOf(execSimple(b, "set local lock_timeout = '100ms'")),
+				answerOf(execSimple(b, "insert into acct values (6, 6), (7, 7)")), answerOf(execSimple(b, "insert into acct select id + 10, n from acct where id = 2")),
+				answerOf(execSimple(b, "commit")), answerOf(execSimple(a, "commit")),
+				rowsText(a, "select id, n from acct order by id")}
+		}},
 		{"nowait", func(t *testing.T, url string) []string {
 			a, b := connect(t, url), connect(t, url)
 			return []string{answerOf(execSimple(a, "begin")), answerOf(execSimple(a, "update acct set n = 3 where id = 1")),
