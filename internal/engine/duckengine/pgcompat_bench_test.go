@@ -54,3 +54,23 @@ func BenchmarkCompatRequestPlain(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWriteIntent: what reading a PostgreSQL client's statement for the write lock costs
+// (every statement pays it): a read, pgbench's UPDATE, a plain INSERT and a FOR UPDATE.
+func BenchmarkWriteIntent(b *testing.B) {
+	for name, sqlText := range map[string]string{
+		"select":     "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+		"update":     "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
+		"insert":     "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)",
+		"for-update": "SELECT id, state FROM jobs WHERE state = 'ready' ORDER BY id LIMIT 1 FOR UPDATE",
+	} {
+		b.Run(name, func(b *testing.B) {
+			q := &query.Request{SQL: sqlText, Protocol: query.ProtocolPostgres}
+			q.Analysis()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _, _ = writeIntent(q)
+			}
+		})
+	}
+}

@@ -3,9 +3,7 @@ package duckengine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -120,76 +118,82 @@ type heldWrites struct{}
 
 func holdsWrites(ctx context.Context) bool { return ctx.Value(heldWrites{}) != nil }
 
-// writeIntent reads a PostgreSQL client's statement: whether it writes (or locks rows for a
-// write) and so takes the write lock; nowait: FOR UPDATE ... NOWAIT; what: the relation named
-// in NOWAIT's error.
+// writeIntent reads a client's statement: whether it writes (or locks rows for a write) and
+// so takes the write lock; nowait: FOR UPDATE ... NOWAIT; what: the relation named in
+// NOWAIT's error. It reads the request's tokens in place: every statement pays for it.
 func writeIntent(q *query.Request) (write, nowait bool, what string) {
-	if q.Protocol != query.ProtocolPostgres {
+	if q.Protocol == query.ProtocolMySQL {
 		return false, false, ""
 	}
 	toks := q.Analysis().Tokens
-	var words []string // significant tokens at depth 0, lower case
-	var all []string   // every word, lower case
-	depth := 0
-	for _, t := range toks {
-		if !t.Significant() {
-			continue
-		}
-		switch t.Text {
-		case "(":
-			depth++
-		case ")":
-			depth--
-		}
-		w := strings.ToLower(t.Text)
-		if t.Kind == sqltok.Word {
-			all = append(all, w)
-		}
-		if depth == 0 {
-			words = append(words, w)
-		}
-	}
-	if len(words) == 0 {
+	first := slices.IndexFunc(toks, sqltok.Token.Significant)
+	if first < 0 {
 		return false, false, ""
 	}
-	switch words[0] {
-	case "insert": // a plain INSERT waits for no one on PostgreSQL (but on a unique key)
-		return slices.Contains(words, "conflict"), false, ""
-	case "update", "delete", "merge", "create", "drop", "alter", "truncate", "comment", "grant", "revoke", "execute":
+	lead := toks[first]
+	switch {
+	case lead.IsWord("insert"): // a plain INSERT waits for no one on PostgreSQL (but on a unique key)
+		return wordAtTop(toks, "conflict") >= 0, false, ""
+	case lead.IsWord("update", "delete", "merge", "create", "drop", "alter", "truncate", "comment", "grant", "revoke", "execute"):
 		return true, false, ""
-	case "copy":
-		return slices.Contains(words, "from"), false, ""
-	case "lock":
-		return !(hasRun(words, "access", "share") || hasRun(words, "row", "share")), false, ""
-	case "explain":
-		return slices.Contains(all, "analyze") && writesAnywhere(all), false, ""
-	case "with":
-		if writesAnywhere(all) {
+	case lead.IsWord("copy"):
+		return wordAtTop(toks, "from") >= 0, false, ""
+	case lead.IsWord("lock"):
+		return !(wordsRun(toks, "access", "share") || wordsRun(toks, "row", "share")), false, ""
+	case lead.IsWord("explain"):
+		return anyWord(toks, "analyze") && writesAnywhere(toks), false, ""
+	case lead.IsWord("with"):
+		if writesAnywhere(toks) {
 			return true, false, ""
 		}
 	}
-	if words[0] != "select" && words[0] != "with" && words[0] != "table" || !mayLock(q.SQL) || withoutLocking(q) == q {
+	if q.Protocol != query.ProtocolPostgres || !lead.IsWord("select", "with", "table") || !mayLock(q.SQL) || withoutLocking(q) == q {
 		return false, false, ""
 	}
-	if hasRun(all, "skip", "locked") {
+	if wordsRun(toks, "skip", "locked") {
 		return false, false, ""
 	}
-	if i := slices.Index(words, "from"); i >= 0 && i+1 < len(words) {
-		what = fmt.Sprintf("%q", strings.Trim(words[i+1], `"`))
+	if i := wordAtTop(toks, "from"); i >= 0 {
+		if j := nextSignificant(toks, i+1); j < len(toks) {
+			what = `"` + pgIdent(toks[j]) + `"`
+		}
 	}
-	return true, slices.Contains(all, "nowait"), what
+	return true, anyWord(toks, "nowait"), what
+}
+
+// wordAtTop is the index in toks of the first word w outside parentheses; -1 when none.
+func wordAtTop(toks []sqltok.Token, w string) int {
+	depth := 0
+	for i, t := range toks {
+		switch {
+		case t.Kind == sqltok.Word && depth == 0 && t.IsWord(w):
+			return i
+		case t.Text == "(":
+			depth++
+		case t.Text == ")":
+			depth--
+		}
+	}
+	return -1
+}
+
+// anyWord: toks hold one of words, at any depth.
+func anyWord(toks []sqltok.Token, words ...string) bool {
+	return slices.ContainsFunc(toks, func(t sqltok.Token) bool { return t.IsWord(words...) })
 }
 
 // writesAnywhere: a data-modifying word (a WITH's CTE, EXPLAIN ANALYZE's statement).
-func writesAnywhere(words []string) bool {
-	return slices.ContainsFunc(words, func(w string) bool { return w == "insert" || w == "update" || w == "delete" || w == "merge" })
+func writesAnywhere(toks []sqltok.Token) bool {
+	return anyWord(toks, "insert", "update", "delete", "merge")
 }
 
-// hasRun: words holds a then b, one after the other.
-func hasRun(words []string, a, b string) bool {
-	for i := 0; i+1 < len(words); i++ {
-		if words[i] == a && words[i+1] == b {
-			return true
+// wordsRun: toks hold the word a, then b as the next significant token.
+func wordsRun(toks []sqltok.Token, a, b string) bool {
+	for i, t := range toks {
+		if t.IsWord(a) {
+			if j := nextSignificant(toks, i+1); j < len(toks) && toks[j].IsWord(b) {
+				return true
+			}
 		}
 	}
 	return false
@@ -280,7 +284,7 @@ func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(co
 	case s.status == 'I':
 		s.keepSnapshot = false
 	}
-	if s.status == 'T' && leadWords(q, 1)[0] == "set" {
+	if lead := leadWords(q, 1); s.status == 'T' && len(lead) == 1 && lead[0] == "set" {
 		s.keepSnapshot = s.keepSnapshot || keepsSnapshot(statement{words: leadWords(q, 16)})
 	}
 	if !s.writing || s.status != 'I' {

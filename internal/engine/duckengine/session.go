@@ -84,7 +84,7 @@ type session struct {
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	if q.Protocol == query.ProtocolPostgres {
+	if !isMySQL(q) {
 		return s.writeLocked(ctx, q, s.executeStatement) // pgwritelock.go
 	}
 	return s.executeStatement(ctx, q)
