@@ -100,7 +100,16 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return s.execute(ctx, q)
 	}
 	s.undo.depth++
-	defer func() { s.undo.depth-- }()
+	defer func() {
+		s.undo.depth--
+		if s.status == 'I' {
+			s.releaseWrites() // a transaction ended here, not by a COMMIT or ROLLBACK of writeLocked's
+		}
+	}()
+	s.lockWaited = 0
+	if containsFold(q.SQL, "innodb_lock_wait_timeout") {
+		s.lockBudget = 0 // set again, perhaps: read at the next wait
+	}
 	s.undo.settleTag()
 	if s.status == 'E' {
 		s.undoStatement(ctx) // a result's error while its rows were read failed the transaction
@@ -127,6 +136,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		}
 	}
 	rows, err := s.execute(ctx, q)
+	if isWriteConflict(err) {
+		rows, err = s.afterConflict(ctx, q, inTx, ids, err) // mysqlwritelock.go
+	}
 	switch {
 	case !inTx || s.status == 'I':
 		s.undo.reset() // no transaction before, or it ended: a new one starts with nothing kept
