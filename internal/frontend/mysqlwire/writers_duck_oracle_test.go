@@ -187,7 +187,7 @@ func TestWritersWaitOnDuckDBLikeMariaDB(t *testing.T) {
 			{"a", "begin", false}, {"a", "update w set v = v + 1 where id = 4", false},
 			{"b", "set innodb_lock_wait_timeout = 1", false}, {"b", "select @@innodb_lock_wait_timeout", false},
 			{"b", "begin", false}, {"b", "insert into w values (10, 0)", false},
-			{"b", "update w set v = 5 where id = 4", false}, // 1205: the statement alone
+			{"b", "update w set v = 5 where id = 4", false},  // 1205: the statement alone
 			{"b", "update w set v = 7 where id = 10", false}, // another row: goes on
 			{"b", "select v from w where id = 4", false},
 			{"b", "commit", false}, {"a", "commit", false},
