@@ -70,12 +70,16 @@ type stmtLog struct {
 	depth int
 	// snaps numbers the user variables' copies (mysqlundovars.go).
 	snaps int
+	// now is the transaction's NOW() as its first DuckDB transaction read it ("": not kept;
+	// mysqlnowpin.go).
+	now string
 }
 
 func (l *stmtLog) reset() {
 	clear(l.stmts)
 	l.stmts, l.bytes, l.lost, l.lostAt, l.marks, l.differed = l.stmts[:0], 0, false, 0, l.marks[:0], false
 	l.snaps = 0 // the next transaction's copies reuse the names: as many as one log's at most
+	l.now = ""
 }
 
 // lose notes that the log cannot undo what ran from its n-th statement on.
@@ -104,6 +108,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.undo.depth--
 		if s.status == 'I' {
 			s.releaseWrites() // a transaction ended here, not by a COMMIT or ROLLBACK of writeLocked's
+			s.unpinNow(ctx)   // mysqlnowpin.go
 		}
 	}()
 	s.lockWaited = 0
@@ -148,6 +153,10 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.undo.lose(len(s.undo.stmts))
 	case err == nil:
 		s.undo.keep(q, ids, rows, vars)
+		if changesData(q.SQL) && s.undo.now == "" && mayWriteNow(q.SQL) {
+			s.holdLast(ctx)                    // a RETURNING's rows would end with the read
+			s.undo.noteNow(ctx, s.conn, q.SQL) // mysqlnowpin.go
+		}
 	}
 	return rows, err
 }
@@ -195,6 +204,11 @@ func (s *session) replay(ctx context.Context) error {
 		return errAborted
 	}
 	s.status, s.written = 'T', nil
+	if s.pinNow(ctx) != nil { // mysqlnowpin.go
+		s.fail()
+		s.undo.lose(0)
+		return errAborted
+	}
 	if names := s.undo.keptVarNames(); len(names) > 0 {
 		defer s.holdVars(ctx, names)() // the variables as they are now, after the run (mysqlundovars.go)
 	}

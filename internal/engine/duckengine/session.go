@@ -82,6 +82,8 @@ type session struct {
 	// lockWaited is how long a MySQL client's last write waited for the write lock, of its
 	// innodb_lock_wait_timeout, lockBudget that plus 1 ns (0: not read; mysqlwritelock.go).
 	lockWaited, lockBudget time.Duration
+	// nowPinned: qf_now holds a MySQL client's transaction's time (mysqlnowpin.go).
+	nowPinned bool
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
