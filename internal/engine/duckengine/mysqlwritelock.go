@@ -18,7 +18,7 @@ import (
 // client's open transaction wrote failed at once with DuckDB's conflict (1213), where MariaDB
 // makes it wait for that transaction and then runs it on the row as committed.
 //
-// A MySQL client's UPDATE, DELETE, REPLACE, INSERT ... ON DUPLICATE KEY UPDATE, DDL and SELECT
+// A MySQL client's UPDATE, DELETE, REPLACE, INSERT ... ON DUPLICATE KEY UPDATE and SELECT
 // ... FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE take the lock as a PostgreSQL client's
 // writes do: a transaction holds it to its end, a statement outside one for the statement; a
 // plain INSERT takes none (InnoDB makes it wait for no one but on a unique key). The wait is
@@ -90,7 +90,7 @@ func mysqlWriteIntent(q *query.Request) (write, nowait bool) {
 	switch words[0] {
 	case "insert": // a plain INSERT waits for no one on MariaDB (but on a unique key)
 		return hasRun(words, "duplicate", "key"), false
-	case "update", "delete", "replace", "create", "drop", "alter", "truncate", "rename":
+	case "update", "delete", "replace": // not DDL: MariaDB's metadata locks make no writer wait for a row
 		return true, false
 	case "select", "with", "(":
 		if !mayLock(q.SQL) || hasRun(words, "skip", "locked") {
