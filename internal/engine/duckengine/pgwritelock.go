@@ -245,7 +245,14 @@ func (s *session) statementTimeoutOf(q *query.Request) time.Duration {
 // when it writes, taking it first if the session does not hold it yet.
 func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(context.Context, *query.Request) (query.Rows, error)) (query.Rows, error) {
 	write, nowait, what := writeIntent(q)
-	if write && !s.writing && s.status != 'E' && !(s.readOnly && s.status == 'T') && !holdsWrites(ctx) {
+	if isMySQL(q) {
+		write, nowait = mysqlWriteIntent(q)
+	}
+	if write && isMySQL(q) && !s.writing && s.status != 'E' && !(s.readOnly && s.status == 'T') && !holdsWrites(ctx) {
+		if err := s.mysqlWriteTurn(ctx, nowait); err != nil { // mysqlwritelock.go
+			return nil, err
+		}
+	} else if write && !s.writing && s.status != 'E' && !(s.readOnly && s.status == 'T') && !holdsWrites(ctx) {
 		err := s.e.writes.take(ctx, s.lockTimeoutOf(q), s.statementTimeoutOf(q), nowait, what)
 		if err != nil && err != errUnlocked {
 			s.fail()
@@ -358,4 +365,14 @@ func (r *writeRows) Close() error {
 	err := r.Rows.Close()
 	r.once.Do(r.release)
 	return err
+}
+
+// hasRun: words holds a then b, one after the other.
+func hasRun(words []string, a, b string) bool {
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] == a && words[i+1] == b {
+			return true
+		}
+	}
+	return false
 }
