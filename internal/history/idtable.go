@@ -13,6 +13,10 @@ type idTable struct {
 	n        int       // ids held in entries
 	probeMax int
 	overflow map[uint64]int32
+	// inOverflow counts the overflow map's keys by their low six bits: a key whose count is
+	// zero is not there, which spares a lookup the map (~40 instructions a record, made by
+	// every insert of a store once a single id had overflowed).
+	inOverflow [64]int32
 }
 
 type idEntry struct {
@@ -98,7 +102,7 @@ func (t *idTable) where(key uint64) (int32, bool, idSpot) {
 	if found {
 		return t.entries[i].slot - 1, true, idSpot{}
 	}
-	if len(t.overflow) != 0 {
+	if t.inOverflow[key&63] != 0 {
 		if slot, held := t.overflow[key]; held {
 			return slot, true, idSpot{}
 		}
@@ -155,6 +159,7 @@ func (t *idTable) add(key uint64, slot int32) {
 		return
 	}
 	t.overflow[key] = slot
+	t.inOverflow[key&63]++
 }
 
 // del forgets key and returns the entry it left empty (-1: none, key was in the overflow map
@@ -163,7 +168,10 @@ func (t *idTable) add(key uint64, slot int32) {
 func (t *idTable) del(key uint64) int {
 	i := t.find(key)
 	if i < 0 {
-		delete(t.overflow, key)
+		if _, held := t.overflow[key]; held {
+			delete(t.overflow, key)
+			t.inOverflow[key&63]--
+		}
 		return -1
 	}
 	mask := len(t.entries) - 1

@@ -12,7 +12,8 @@ import (
 // are exercised) must answer every get as the map does, hold as many ids, keep every entry
 // within its probe bound of its home and reach it from there without an empty entry between.
 // A delete that shifted an entry back past its home, or left a hole that cut a probe short,
-// would lose ids; a set that probed past the bound would make them unreachable.
+// would lose ids; a set that probed past the bound would make them unreachable. The overflow
+// map's filter (inOverflow) must count exactly its keys: one it missed would hide an id.
 func TestIDTableIsAMap(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		tab := newIDTable()
@@ -58,6 +59,13 @@ func TestIDTableIsAMap(t *testing.T) {
 		}
 		if len(tab.overflow) == 0 && tab.probeMax == 1 && len(model) > 200 {
 			rt.Fatalf("%d ids, none in the overflow map with a probe bound of 1", len(model))
+		}
+		var counts [64]int32 // the overflow map's keys by their low six bits, as where's filter counts them
+		for k := range tab.overflow {
+			counts[k&63]++
+		}
+		if counts != tab.inOverflow {
+			rt.Fatalf("the overflow filter counts %v, the map holds %v", tab.inOverflow, counts)
 		}
 		for _, k := range pool {
 			slot, held := tab.get(k)
