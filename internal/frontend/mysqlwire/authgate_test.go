@@ -2,6 +2,7 @@ package mysqlwire
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -119,5 +120,54 @@ func TestGateIsToldWhatEachMySQLLoginIs(t *testing.T) {
 		if f := users.take(); len(f) != 0 {
 			t.Fatalf("%s: Users told of failures %v for a trusted login", method, f)
 		}
+	}
+}
+
+// TestHashOnlyAndEmptyPasswordUsersLogIn: under both auth methods (caching_sha2_password over
+// TLS and RSA-encrypted without it), a user stored only as a hash (ScrambleChecker,
+// CleartextChecker: what the policy keeps) logs in with its password and not with another; a
+// user whose password is empty logs in with none, and one with a password sending none is
+// refused as MariaDB refuses it ("using password: NO"). Without Users only the loopback user
+// logs in.
+func TestHashOnlyAndEmptyPasswordUsersLogIn(t *testing.T) {
+	backend := frontendtest.NewBackend(withDatabaseTest(frontendtest.AllTypesEngine()))
+	for _, method := range []string{gomysql.AUTH_NATIVE_PASSWORD, gomysql.AUTH_CACHING_SHA2_PASSWORD} {
+		addr := startServer(t, backend, Options{Users: fuzzUsers{}, AuthMethod: method, TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t))})
+		for _, params := range []string{"tls=skip-verify", "tls=false"} {
+			ping := func(user, password string) error { return openDB(t, addr, user, password, "", params).Ping() }
+			for _, ok := range [][2]string{{"hashonly", "pw"}, {"alice", "pw"}, {"empty", ""}} {
+				if err := ping(ok[0], ok[1]); err != nil {
+					t.Fatalf("%s, %s, %s: %v", method, params, ok[0], err)
+				}
+			}
+			for _, bad := range [][3]string{{"hashonly", "nope", "YES"}, {"hashonly", "", "NO"}, {"alice", "", "NO"}, {"empty", "x", "YES"}, {"mallory", "pw", "YES"}} {
+				var me *mysql.MySQLError
+				if err := ping(bad[0], bad[1]); !errors.As(err, &me) || me.Number != 1045 {
+					t.Fatalf("%s, %s, %s with %q: %v, want 1045", method, params, bad[0], bad[1], err)
+				} else if method == gomysql.AUTH_NATIVE_PASSWORD && !strings.Contains(me.Message, "using password: "+bad[2]) {
+					t.Fatalf("%s, %s with %q: %q, want using password: %s", method, bad[0], bad[1], me.Message, bad[2])
+				}
+			}
+		}
+	}
+	s, err := NewServer(backend, Options{LoopbackUser: "queryflux"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	defer s.Close()
+	if err := openDB(t, l.Addr().String(), "queryflux", "", "", "").Ping(); err != nil {
+		t.Fatalf("the loopback user without Users: %v", err)
+	}
+	var me *mysql.MySQLError
+	if err := openDB(t, l.Addr().String(), "alice", "pw", "", "").Ping(); !errors.As(err, &me) || me.Number != 1045 {
+		t.Fatalf("alice without Users: %v, want 1045", err)
+	}
+	if n := s.panics.Load(); n != 0 {
+		t.Fatalf("%d panics while logging in", n)
 	}
 }
