@@ -5,7 +5,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,33 +24,34 @@ import (
 // a client's DEALLOCATE ALL or DISCARD ALL dropped it) fails before it ran, at its Bind, and runs
 // again unprepared (primed). Within a transaction that failure would abort the transaction.
 
-// hotSeenMax bounds the statements remembered as seen; past it the memory starts again.
-const hotSeenMax = 8192
+// hotSeenBits sizes the table of statements remembered as seen: 1<<hotSeenBits slots.
+const hotSeenBits = 13
 
-// hotStatements remembers the statements without arguments run on the pool lately, by a hash
-// of their text (a collision only prepares a statement seen once).
+// hotStatements remembers the statements without arguments run on the pool lately: a table of
+// slots, each holding the hash of the last statement whose hash chose it (its top bits), so a
+// statement is remembered until one of the others that run lands in its slot. Every statement
+// on the pool asks it, from as many goroutines as run statements: one atomic load, and a store
+// only for a statement not seen, so a statement run again and again writes nothing that other
+// CPUs must fetch back. It was a map under a mutex: two lock operations a statement, and every
+// statement on the pool serialized on one lock. A collision of the whole hash only prepares a
+// statement seen once.
 type hotStatements struct {
-	mu   sync.Mutex
-	seed maphash.Seed
-	seen map[uint64]struct{}
+	seed  maphash.Seed
+	slots [1 << hotSeenBits]atomic.Uint64 // 0: empty
 }
 
 func newHotStatements() *hotStatements {
-	return &hotStatements{seed: maphash.MakeSeed(), seen: map[uint64]struct{}{}}
+	return &hotStatements{seed: maphash.MakeSeed()}
 }
 
 // again reports whether sql was seen before, and remembers it seen.
 func (h *hotStatements) again(sql string) bool {
-	k := maphash.String(h.seed, sql)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.seen[k]; ok {
+	k := maphash.String(h.seed, sql) | 1 // never an empty slot's 0
+	slot := &h.slots[k>>(64-hotSeenBits)]
+	if slot.Load() == k {
 		return true
 	}
-	if len(h.seen) >= hotSeenMax {
-		clear(h.seen)
-	}
-	h.seen[k] = struct{}{}
+	slot.Store(k)
 	return false
 }
 
