@@ -225,8 +225,11 @@ func closes(toks []sqltok.Token) bool {
 }
 
 // mysqlText is sqlText (PostgreSQL's text of a MySQL client's statement) as PostgreSQL must
-// read it to answer as MariaDB: its functions (mysqlFunctions) and sort keys (mysqlNullsOrder).
-func mysqlText(sqlText string) string { return mysqlNullsOrder(mysqlFunctions(sqlText)) }
+// read it to answer as MariaDB: its functions (mysqlFunctions), sort keys (mysqlNullsOrder) and
+// reads of @@sql_mode, sqlMode the connection's (withSQLModeReads).
+func mysqlText(sqlText, sqlMode string) string {
+	return withSQLModeReads(mysqlNullsOrder(mysqlFunctions(sqlText)), sqlMode)
+}
 
 // mysqlFunctions is sqlText (PostgreSQL's text of a MySQL client's statement) with its calls of
 // mysqlCalls' functions written as PostgreSQL's; sqlText itself when it has none.

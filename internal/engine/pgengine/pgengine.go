@@ -317,6 +317,7 @@ func (s *session) TxStatus() byte {
 
 // Close returns the connection; pgxpool destroys one left inside a transaction.
 func (s *session) Close() error {
+	delete(s.conn.Conn().PgConn().CustomData(), sqlModeKey) // the client's sql_mode goes with it (mysqlsqlmode.go)
 	if s.pathMoved {
 		s.conn.Conn().PgConn().CustomData()[searchPathKey] = pathUnknown // the next statement's retag sets it
 	}
@@ -347,7 +348,11 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 	} else {
 		sqlText = numberedParams(q)
 		if q.Protocol == query.ProtocolMySQL {
-			sqlText = mysqlText(sqlText) // MySQL's functions, NULLs sorted, as MariaDB's
+			if modes, ok := mysqlSQLModeSet(sqlText); ok { // mysqlsqlmode.go
+				defer stop()
+				return setSQLMode(ctx, db, sqlText, modes, q.Args)
+			}
+			sqlText = mysqlText(sqlText, connSQLMode(db)) // MySQL's functions, NULLs sorted, as MariaDB's
 		}
 	}
 	var trino trinopg.Translation

@@ -111,6 +111,9 @@ func readSetItems(sql string, refusing bool) (setEffect, error) {
 			}
 		case engineVariables[name] && !refusing:
 			eff.engineVars = append(eff.engineVars, name)
+		case name == "sql_mode" && refusing && readingMode(v) != "":
+			return eff, &mysql.MyError{Code: mysql.ER_WRONG_VALUE_FOR_VAR, State: "42000",
+				Message: "Variable 'sql_mode' can't be set to the value of '" + readingMode(v) + "': queryflux reads statements as MariaDB's default sql_mode does"}
 		case !ok && refusing:
 			return eff, refuseSet(name)
 		}
@@ -327,6 +330,17 @@ func setsEngineVariables(sql string) bool {
 		}
 	}
 	return some
+}
+
+// readingMode is the first mode v (a SET's value, lower case) names that changes how
+// statements are read (setsEngineVariables), upper case; "" for none.
+func readingMode(v string) string {
+	for _, m := range []string{"ansi_quotes", "pipes_as_concat", "no_backslash_escapes", "ansi"} {
+		if strings.Contains(v, m) {
+			return strings.ToUpper(m)
+		}
+	}
+	return ""
 }
 
 func (h *session) canPin() bool {
