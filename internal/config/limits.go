@@ -12,6 +12,8 @@ package config
 //	    maxMessageBytes: 67108864     # one client message after login
 //	    messageTimeoutSecs: 30        # a message begun must arrive whole within this
 //	    writeStallTimeoutSecs: 60     # a PostgreSQL / MySQL / Flight SQL client taking nothing of its answer for this long is ended
+//	    keepaliveTimeSecs: 60         # a Flight SQL connection silent this long is pinged...
+//	    keepaliveTimeoutSecs: 20      # ...and closed, its calls ended, when the ping goes unanswered this long
 //	    maxHeldBytesPerConnection: 67108864 # what one client leaves held (prepared statements...)
 //	    maxHeldBytes: 2147483648      # what all clients of this node leave held together
 //	    loginThrottle: {failures: 10, windowSecs: 60, backoffSecs: 300}
@@ -31,6 +33,14 @@ type Limits struct {
 	// it the stream ends (DeadlineExceeded) with its query, and the connection's other calls go
 	// on. Trino HTTP clients poll instead: see the trino frontend's clientTimeoutSecs.
 	WriteStallTimeoutSecs int `yaml:"writeStallTimeoutSecs" json:"writeStallTimeoutSecs"`
+	// KeepaliveTimeSecs and KeepaliveTimeoutSecs drop a Flight SQL client whose network went
+	// silent (no FIN, no RST: a host gone, a firewall dropping the flow): a connection that
+	// sends nothing for keepaliveTimeSecs is pinged (HTTP/2 PING), and closed, its calls ended
+	// with their engine queries and capacity slots, when the ping goes unanswered for
+	// keepaliveTimeoutSecs (0: 60 and 20; keepaliveTimeSecs at least 1). A live client's gRPC
+	// library answers pings by itself, however long its code is busy elsewhere.
+	KeepaliveTimeSecs    int `yaml:"keepaliveTimeSecs" json:"keepaliveTimeSecs,omitempty"`       // seconds a Flight SQL connection may send nothing before it is pinged (0: 60)
+	KeepaliveTimeoutSecs int `yaml:"keepaliveTimeoutSecs" json:"keepaliveTimeoutSecs,omitempty"` // seconds a ping may go unanswered before the connection is closed (0: 20)
 	// MaxConnectionsPerSource is one source address's share of maxConnections on each frontend:
 	// its connections not yet logged in (on Trino HTTP and Flight SQL, which log in per
 	// request: before a request on it logged in), and on the admin / worker API and the ops
@@ -83,6 +93,8 @@ func (v *validator) limits(p string, l Limits) {
 	}
 	v.nonNegative(p+".messageTimeoutSecs", int64(l.MessageTimeoutSecs))
 	v.nonNegative(p+".writeStallTimeoutSecs", int64(l.WriteStallTimeoutSecs))
+	v.nonNegative(p+".keepaliveTimeSecs", int64(l.KeepaliveTimeSecs))
+	v.nonNegative(p+".keepaliveTimeoutSecs", int64(l.KeepaliveTimeoutSecs))
 	v.nonNegative(p+".maxHeldBytesPerConnection", l.MaxHeldBytesPerConnection)
 	v.nonNegative(p+".maxHeldBytes", l.MaxHeldBytes)
 	if l.MaxHeldBytes > 0 && l.MaxHeldBytesPerConnection > l.MaxHeldBytes {

@@ -76,6 +76,8 @@ type QueryFlux struct {
 	HeartbeatIntervalSecs int      `yaml:"heartbeatIntervalSecs" json:"heartbeatIntervalSecs"`
 	Registry              Registry `yaml:"registry" json:"registry"`
 	Limits                Limits   `yaml:"limits" json:"limits"`
+	// HealthCheck paces this node's checks of its clusters' health (queryflux_cluster_healthy).
+	HealthCheck HealthCheck `yaml:"healthCheck" json:"healthCheck"`
 	// StateDir is where a worker keeps its last good configuration snapshot, to start from
 	// when the control plane is down or offers only a revision it refuses ("" means
 	// queryflux-state-<worker name>-<hash of controlPlane.url> under the OS temporary directory).
@@ -152,6 +154,39 @@ type Frontend struct {
 	// ("Trino Python Client/", "Trino JDBC Driver/", "StatementClientV1/"). trino-go-client
 	// and the npm trino-client drop them: list neither.
 	PostAnswerClients []string `yaml:"postAnswerClients" json:"postAnswerClients,omitempty"`
+	// ResultTTLSecs (Flight SQL only) is how long an executed statement's result waits for
+	// its DoGet: it holds its engine query and capacity slot meanwhile, and a DoGet after it
+	// is NotFound. 0 or more, 0 meaning 60; at most 86400. A Trino client's result waits for
+	// its poll as long as clientTimeoutSecs.
+	ResultTTLSecs int `yaml:"resultTtlSecs" json:"resultTtlSecs,omitempty"`
+}
+
+// HealthCheck paces a node's cluster health checks: every everySecs (0: 10) each active
+// cluster is pinged, and a ping without an answer within timeoutSecs (0: 5) marks the cluster
+// unhealthy (routing then avoids it). The timeout must be shorter than the period.
+//
+//	queryflux:
+//	  healthCheck: {everySecs: 10, timeoutSecs: 5}
+type HealthCheck struct {
+	EverySecs   int `yaml:"everySecs" json:"everySecs,omitempty"`     // seconds between checks (0: 10)
+	TimeoutSecs int `yaml:"timeoutSecs" json:"timeoutSecs,omitempty"` // seconds a ping may take (0: 5)
+}
+
+// Health check defaults (querynode's, for a node whose healthCheck leaves them 0).
+const (
+	HealthEverySecsDefault   = 10
+	HealthTimeoutSecsDefault = 5
+)
+
+// Effective is h with the defaults in place of zeros.
+func (h HealthCheck) Effective() HealthCheck {
+	if h.EverySecs == 0 {
+		h.EverySecs = HealthEverySecsDefault
+	}
+	if h.TimeoutSecs == 0 {
+		h.TimeoutSecs = HealthTimeoutSecsDefault
+	}
+	return h
 }
 
 // NodeTLS is a node's server certificate (PEM files, reread when they change). ClientCAFile

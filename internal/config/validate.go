@@ -117,6 +117,7 @@ func (v *validator) queryflux(q *QueryFlux) {
 	v.positive(p+".heartbeatIntervalSecs", int64(q.HeartbeatIntervalSecs))
 	v.registry(p+".registry", q.Registry, q.HeartbeatIntervalSecs)
 	v.limits(p+".limits", q.Limits)
+	v.healthCheck(p+".healthCheck", q.HealthCheck)
 	for i, d := range q.SharedSecrets.FileDirs {
 		if !strings.HasPrefix(d, "/") || path.Clean(d) == "/" {
 			v.add(fmt.Sprintf("%s.sharedSecrets.fileDirs[%d]", p, i), "must be an absolute directory other than /, got %q", d)
@@ -164,10 +165,37 @@ func (v *validator) frontend(path string, f *Frontend, certKnown bool) {
 	if f.PostWaitMicros < -1 || f.PostWaitMicros > 1_000_000 {
 		v.add(path+".postWaitMicros", "must be -1 (off), 0 (the default) or up to 1000000, got %d", f.PostWaitMicros)
 	}
+	if f.ResultTTLSecs < 0 || f.ResultTTLSecs > resultTTLSecsMax {
+		v.add(path+".resultTtlSecs", "must be 0 (the default, 60) or up to %d, got %d", resultTTLSecsMax, f.ResultTTLSecs)
+	}
 	for i, prefix := range f.PostAnswerClients {
 		if strings.TrimSpace(prefix) == "" {
 			v.add(fmt.Sprintf("%s.postAnswerClients[%d]", path, i), "must not be empty: it would name every client")
 		}
+	}
+}
+
+// resultTTLSecsMax bounds frontends.flightsql.resultTtlSecs: a result waiting longer holds
+// its engine query and capacity slot for a client that may never come.
+const resultTTLSecsMax = 86400
+
+// healthCheckSecsMax bounds queryflux.healthCheck's settings: a cluster checked less often
+// than hourly is not watched.
+const healthCheckSecsMax = 3600
+
+func (v *validator) healthCheck(path string, h HealthCheck) {
+	ok := true
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"everySecs", h.EverySecs}, {"timeoutSecs", h.TimeoutSecs}} {
+		if f.n < 0 || f.n > healthCheckSecsMax {
+			v.add(path+"."+f.name, "must be 0 (the default) or up to %d, got %d", healthCheckSecsMax, f.n)
+			ok = false
+		}
+	}
+	if e := h.Effective(); ok && e.TimeoutSecs >= e.EverySecs {
+		v.add(path+".timeoutSecs", "must be shorter than everySecs (%d s), got %d s: a check would still wait when the next one starts", e.EverySecs, e.TimeoutSecs)
 	}
 }
 

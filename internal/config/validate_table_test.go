@@ -47,6 +47,14 @@ func TestValidateNamesEachMistake(t *testing.T) {
 		{"queryflux.frontends.postgres.clientTimeoutSecs", "must not be negative", func(c *Config) { c.QueryFlux.Frontends.Postgres.ClientTimeoutSecs = -1 }},
 		{"queryflux.frontends.trino.postWaitMicros", "must be -1 (off)", func(c *Config) { c.QueryFlux.Frontends.Trino.PostWaitMicros = -2 }},
 		{"queryflux.frontends.trino.postWaitMicros", "up to 1000000, got 1000001", func(c *Config) { c.QueryFlux.Frontends.Trino.PostWaitMicros = 1_000_001 }},
+		{"queryflux.frontends.flightsql.resultTtlSecs", "must be 0 (the default, 60) or up to 86400, got -1", func(c *Config) { c.QueryFlux.Frontends.FlightSQL.ResultTTLSecs = -1 }},
+		{"queryflux.frontends.flightsql.resultTtlSecs", "or up to 86400, got 86401", func(c *Config) { c.QueryFlux.Frontends.FlightSQL.ResultTTLSecs = 86401 }},
+		{"queryflux.healthCheck.everySecs", "must be 0 (the default) or up to 3600, got -1", func(c *Config) { c.QueryFlux.HealthCheck.EverySecs = -1 }},
+		{"queryflux.healthCheck.timeoutSecs", "or up to 3600, got 3601", func(c *Config) { c.QueryFlux.HealthCheck = HealthCheck{EverySecs: 10, TimeoutSecs: 3601} }},
+		{"queryflux.healthCheck.timeoutSecs", "must be shorter than everySecs (10 s), got 10 s", func(c *Config) { c.QueryFlux.HealthCheck.TimeoutSecs = 10 }},
+		{"queryflux.healthCheck.timeoutSecs", "must be shorter than everySecs (3 s), got 5 s", func(c *Config) { c.QueryFlux.HealthCheck.EverySecs = 3 }},
+		{"queryflux.limits.keepaliveTimeSecs", "must not be negative, got -1", func(c *Config) { c.QueryFlux.Limits.KeepaliveTimeSecs = -1 }},
+		{"queryflux.limits.keepaliveTimeoutSecs", "must not be negative, got -2", func(c *Config) { c.QueryFlux.Limits.KeepaliveTimeoutSecs = -2 }},
 		{"queryflux.frontends.trino.postAnswerClients[1]", "must not be empty", func(c *Config) {
 			c.QueryFlux.Frontends.Trino.PostAnswerClients = []string{"Trino Python Client/", " "}
 		}},

@@ -18,7 +18,7 @@ import (
 )
 
 func TestWithDefaultsFillsOnlyWhatIsUnset(t *testing.T) {
-	def := Limits{ConnectionsMaxDefault, HandshakeTimeoutDefault, PreAuthBytesMaxDefault, IdleTimeoutDefault, MessageBytesMaxDefault, MessageTimeoutDefault, ConnectionsMaxDefault / 4, heldmem.ConnectionBytesDefault, nil, nil, WriteStallTimeoutDefault}
+	def := Limits{ConnectionsMaxDefault, HandshakeTimeoutDefault, PreAuthBytesMaxDefault, IdleTimeoutDefault, MessageBytesMaxDefault, MessageTimeoutDefault, ConnectionsMaxDefault / 4, heldmem.ConnectionBytesDefault, nil, nil, WriteStallTimeoutDefault, KeepaliveTimeDefault, KeepaliveTimeoutDefault}
 	withoutPool := func(l Limits) Limits {
 		if l.Held == nil || l.Held.Max() != heldmem.DaemonBytesDefault || l.InFlight == nil || l.InFlight == l.Held {
 			t.Fatalf("no default pools: %+v", l)
@@ -29,10 +29,10 @@ func TestWithDefaultsFillsOnlyWhatIsUnset(t *testing.T) {
 	if got := withoutPool((Limits{}).WithDefaults()); got != def {
 		t.Fatalf("zero limits: %+v", got)
 	}
-	if got := withoutPool((Limits{-1, -1, -1, -1, -1, -1, -1, -1, nil, nil, -1}).WithDefaults()); got != def {
+	if got := withoutPool((Limits{-1, -1, -1, -1, -1, -1, -1, -1, nil, nil, -1, -1, -1}).WithDefaults()); got != def {
 		t.Fatalf("negative limits: %+v", got)
 	}
-	set := Limits{1, time.Second, 2, 2 * time.Second, 3, 3 * time.Second, 4, 5, heldmem.NewPool(6), heldmem.NewPool(7), 8 * time.Second}
+	set := Limits{1, time.Second, 2, 2 * time.Second, 3, 3 * time.Second, 4, 5, heldmem.NewPool(6), heldmem.NewPool(7), 8 * time.Second, 9 * time.Second, 10 * time.Second}
 	if got := set.WithDefaults(); got != set {
 		t.Fatalf("set limits changed: %+v", got)
 	}

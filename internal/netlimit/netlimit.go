@@ -45,6 +45,14 @@ const (
 	// client that stopped reading) on the PostgreSQL and MySQL frontends: MariaDB's own
 	// net_write_timeout.
 	WriteStallTimeoutDefault = 60 * time.Second
+	// KeepaliveTimeDefault is how long a Flight SQL (gRPC) connection may send nothing before
+	// the server pings it, and KeepaliveTimeoutDefault how long the server then waits for the
+	// ping's answer before it closes the connection: a client whose network went silent (no
+	// FIN, no RST) is dropped, with its calls, their engine queries and slots, within about
+	// their sum. A live client answers a ping whatever it is doing (the answer is its gRPC
+	// library's, not its code's), so only a silent peer is dropped.
+	KeepaliveTimeDefault    = 60 * time.Second
+	KeepaliveTimeoutDefault = 20 * time.Second
 	// refuseWriteTimeout bounds the write of a refusal; a fresh socket's send buffer takes it
 	// at once, so this only matters for a peer that never reads.
 	refuseWriteTimeout = time.Second
@@ -81,6 +89,9 @@ type Limits struct {
 	// ends, its engine query with it (BoundWrites, WriteStalled). On Flight SQL, how long one
 	// message of a stream may wait for the client to take the one before.
 	WriteStallTimeout time.Duration
+	// KeepaliveTime and KeepaliveTimeout (Flight SQL): a connection silent for KeepaliveTime is
+	// pinged, and closed, its calls ended, when the ping goes unanswered for KeepaliveTimeout.
+	KeepaliveTime, KeepaliveTimeout time.Duration
 }
 
 // WithDefaults fills zero fields with the defaults (a nil Held or InFlight: a pool of its own,
@@ -109,6 +120,12 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.WriteStallTimeout <= 0 {
 		l.WriteStallTimeout = WriteStallTimeoutDefault
+	}
+	if l.KeepaliveTime <= 0 {
+		l.KeepaliveTime = KeepaliveTimeDefault
+	}
+	if l.KeepaliveTimeout <= 0 {
+		l.KeepaliveTimeout = KeepaliveTimeoutDefault
 	}
 	if l.HeldBytesMax <= 0 {
 		l.HeldBytesMax = heldmem.ConnectionBytesDefault

@@ -38,10 +38,10 @@ import (
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
-// Health check timing defaults.
+// Health check timing defaults (queryflux.healthCheck's).
 const (
-	HealthEveryDefault   = 10 * time.Second
-	HealthTimeoutDefault = 5 * time.Second
+	HealthEveryDefault   = config.HealthEverySecsDefault * time.Second
+	HealthTimeoutDefault = config.HealthTimeoutSecsDefault * time.Second
 )
 
 // LoopbackUser is the user the embedded default's banner suggests; with
@@ -86,6 +86,8 @@ func LimitsOf(l config.Limits) netlimit.Limits {
 		MessageBytesMax:      l.MaxMessageBytes,
 		MessageTimeout:       time.Duration(l.MessageTimeoutSecs) * time.Second,
 		WriteStallTimeout:    time.Duration(l.WriteStallTimeoutSecs) * time.Second,
+		KeepaliveTime:        time.Duration(l.KeepaliveTimeSecs) * time.Second,
+		KeepaliveTimeout:     time.Duration(l.KeepaliveTimeoutSecs) * time.Second,
 		HeldBytesMax:         l.MaxHeldBytesPerConnection,
 		Held:                 heldmem.NewPool(l.MaxHeldBytes),
 		InFlight:             heldmem.NewPool(l.MaxHeldBytes),
@@ -222,7 +224,7 @@ func (n *Node) Listen(f config.Frontends) error {
 		{"postgres", f.Postgres, n.newPgwire},
 		{"mysql", f.MySQL, n.newMySQL},
 		{"trino", f.Trino, func(gate query.Gate) (frontend, error) { return n.newTrino(gate, f.Trino) }},
-		{"flightsql", f.FlightSQL, n.newFlightSQL},
+		{"flightsql", f.FlightSQL, func(gate query.Gate) (frontend, error) { return n.newFlightSQL(gate, f.FlightSQL) }},
 	} {
 		if !fe.cfg.Enabled {
 			continue
@@ -287,9 +289,9 @@ func (n *Node) newTrino(gate query.Gate, f config.Frontend) (frontend, error) {
 		PostWait: time.Duration(f.PostWaitMicros) * time.Microsecond, PostAnswerClients: f.PostAnswerClients})
 }
 
-func (n *Node) newFlightSQL(gate query.Gate) (frontend, error) {
+func (n *Node) newFlightSQL(gate query.Gate, f config.Frontend) (frontend, error) {
 	return flightsql.NewServer(n.core, flightsql.Options{Gate: gate, Auth: n.policy.FlightSQL(), TLS: n.tls.Config, Logger: n.log, Limits: n.opts.Limits,
-		Forward: n.opts.Forward, Registerer: n.opts.Registerer})
+		Forward: n.opts.Forward, Registerer: n.opts.Registerer, ResultTTL: time.Duration(f.ResultTTLSecs) * time.Second})
 }
 
 func anyFrontend(f *config.Frontends) bool {

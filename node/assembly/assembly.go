@@ -84,8 +84,10 @@ func newQuery(o queryOptions) (*Query, error) {
 	}
 	finished := o.observe.Finished
 	lim := o.cfg.QueryFlux.Limits
+	health := o.cfg.QueryFlux.HealthCheck
 	//determinism:ok the query node is built here for both: its listeners, TLS files and frontends run only once start opens them
 	q.Node = querynode.New(querynode.Options{Env: o.env, Registerer: o.metrics, Limits: querynode.LimitsOf(lim), LoginThrottle: querynode.ThrottleOf(lim),
+		HealthEvery: time.Duration(health.EverySecs) * time.Second, HealthTimeout: time.Duration(health.TimeoutSecs) * time.Second,
 		Guard: guard, OpenEngine: o.open, Compile: o.compile, OnFinish: func(r *proxy.Record) {
 			if q.Uplink != nil {
 				hr := worker.HistoryRecordOf(r)

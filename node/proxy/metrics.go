@@ -217,7 +217,7 @@ func buildMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queryflux_cluster_healthy", Help: "1 while the cluster's last health check answered, 0 while it failed (its groups skip it); enabled clusters of the active configuration only.",
 		}, []string{"cluster"}),
 		healthFails: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "queryflux_cluster_health_check_failures_total", Help: "Cluster health checks (every 10 s, 5 s timeout) that failed.",
+			Name: "queryflux_cluster_health_check_failures_total", Help: "Cluster health checks that failed (queryflux.healthCheck: every 10 s, 5 s timeout by default).",
 		}, []string{"cluster"}),
 	}
 	m.bound = promreg.Register(reg, &boundCollector{

@@ -106,6 +106,10 @@ const headerBytesMax = 256 << 10
 // unlimited, so one connection could hold any number of goroutines and buffers).
 const streamsMax = 256
 
+// clientPingMin is the shortest interval between a client's keepalive pings the server
+// accepts; a client pinging more often is told to calm down (GOAWAY) and disconnected.
+const clientPingMin = 10 * time.Second
+
 // closeGraceMax bounds how long Close waits for running calls.
 const closeGraceMax = 5 * time.Second
 
@@ -216,7 +220,17 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 		grpc.ConnectionTimeout(opts.Limits.HandshakeTimeout), grpc.StatsHandler(&connEnds{ended: s.dropConn}),
 		// A connection that started HTTP/2 and then makes no call (or only calls that fail
 		// authentication at once) would hold a connection slot forever: close it once idle.
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: opts.Limits.IdleTimeout}),
+		// A connection with a call open is never idle, so a client whose network went silent (no
+		// FIN, no RST: a host gone, a cable cut, a firewall dropping the flow) would keep its
+		// calls, their buffers, engine queries and slots until TCP gave up, hours later: the
+		// server pings a connection silent for KeepaliveTime and closes it when the ping goes
+		// unanswered for KeepaliveTimeout.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: opts.Limits.IdleTimeout,
+			Time: opts.Limits.KeepaliveTime, Timeout: opts.Limits.KeepaliveTimeout}),
+		// Clients may ping as often as every clientPingMin, with or without a call open (gRPC's
+		// own floor, 5 minutes, would end with GOAWAY the connections of clients configured to
+		// ping every 30 s or so, a common setting).
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: clientPingMin, PermitWithoutStream: true}),
 		grpc.MaxConcurrentStreams(streamsMax)}
 	if opts.TLS != nil {
 		gopts = append(gopts, grpc.Creds(certs.OptionalTLSCredentials(opts.TLS)))
