@@ -474,6 +474,9 @@ func paramTypeName(t duckdb.Type) string {
 // Execute runs q on a pooled connection, in a transaction of its own. Cancelling ctx
 // interrupts the query in DuckDB.
 func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, error) {
+	if isMySQL(q) {
+		return e.mysqlExecute(ctx, q) // mysqlwritelock.go
+	}
 	ctx, release, err := e.writeTurn(ctx, q) // pgwritelock.go
 	if err != nil || release == nil {
 		if err != nil {
@@ -783,7 +786,7 @@ func duckError(t duckdb.ErrorType, msg string) *query.Error {
 		// DuckDB fails it (left only where the write lock cannot help: pgwritelock.go).
 		// Clients retry a serialization failure (pgbench --max-tries) by its code and
 		// PostgreSQL's message.
-		return &query.Error{Code: sqlstate.SerializationFailure, Message: "could not serialize access due to concurrent update"}
+		return &query.Error{Code: sqlstate.SerializationFailure, Message: conflictMessage}
 	}
 	if t == duckdb.ErrorTypeConstraint {
 		return &query.Error{Code: constraintState(msg), Message: msg}

@@ -402,7 +402,7 @@ func listEdits(toks []sqltok.Token, i int, edit func(from, to int, text string))
 // the frontend reports), whole seconds (DuckDB's are a TIMESTAMP WITH TIME ZONE with
 // microseconds), or the fractional digits of a literal argument (NOW(3)).
 func nowEdits(toks []sqltok.Token, i int, edit func(from, to int, text string)) {
-	const now = "timezone('UTC', current_timestamp)"
+	const now = mysqlNow
 	name := strings.ToLower(toks[i].Text)
 	if end := noArgCall(toks, i); end >= 0 {
 		edit(i, end, "CAST(date_trunc('second', "+now+") AS TIMESTAMP_S)")

@@ -22,7 +22,7 @@ func TestMySQLFunctionRewrites(t *testing.T) {
 		"select * from t where a like 'x%' and b not like ?":                        "select * from t where a ILIKE 'x%' and b not ILIKE ?",
 		"show tables like 'x%'": "show tables like 'x%'",
 		"select 7 div 2, a mod b, x from t where `n` regexp 'a' or t.c not rlike ?":       `select 7 // 2, a % b, x from t where regexp_matches("n", 'a', 'i') or NOT regexp_matches(t.c, ?, 'i')`,
-		"select date_add(d, interval 1 day), date_sub(now(), interval 2 hour)":            "select qf_mysql_date_add_days(d, interval 1 day), qf_mysql_date_sub_time(CAST(date_trunc('second', timezone('UTC', current_timestamp)) AS TIMESTAMP_S), interval 2 hour)",
+		"select date_add(d, interval 1 day), date_sub(now(), interval 2 hour)":            "select qf_mysql_date_add_days(d, interval 1 day), qf_mysql_date_sub_time(CAST(date_trunc('second', timezone('UTC', coalesce(getvariable('qf_now'), current_timestamp))) AS TIMESTAMP_S), interval 2 hour)",
 		"select timestampdiff(month, a, b), str_to_date(s, '%d/%m/%Y %H:%i'), to_days(d)": "select qf_mysql_timestampdiff('month', a, b), qf_mysql_str_to_date(s, '%d/%m/%Y %H:%M'), qf_mysql_to_days(d)",
 		"select str_to_date(s, '%e.%c.%Y'), truncate(x, 2) from t":                        "select qf_mysql_str_to_date_only(s, '%d.%m.%Y'), trunc(x, 2) from t",
 		"drop index i on db.t;":           "drop index i ;",
@@ -38,7 +38,7 @@ func TestMySQLFunctionRewrites(t *testing.T) {
 		"create table t (y year(4), a time(3), b datetime(3), c timestamp)":                        "create table t (y year(4), a time(3), b datetime(3), c timestamp)",
 		"select cast(x as time(3)), main.year(d), cast(s as datetime), convert(s, datetime(6))":    "select cast(x as time(3)), main.year(d), cast(s as TIMESTAMP_S), CAST(s AS TIMESTAMP)",
 		"select field(s, 'a', concat('b', x)), elt(2, 'a', 'b'), insert(s, 1, 2, 'x'), hex(3.7)":   "select qf_mysql_field(s, [ 'a', (('b') || ( x))]), qf_mysql_elt(2, [ 'a', 'b']), qf_mysql_insert(s, 1, 2, 'x'), qf_mysql_hex(3.7)",
-		"select now(3), current_timestamp from t where a > localtime()":                            "select CAST(date_trunc('millisecond', timezone('UTC', current_timestamp)) AS TIMESTAMP_MS), CAST(date_trunc('second', timezone('UTC', current_timestamp)) AS TIMESTAMP_S) from t where a > CAST(date_trunc('second', timezone('UTC', current_timestamp)) AS TIMESTAMP_S)",
+		"select now(3), current_timestamp from t where a > localtime()":                            "select CAST(date_trunc('millisecond', timezone('UTC', coalesce(getvariable('qf_now'), current_timestamp))) AS TIMESTAMP_MS), CAST(date_trunc('second', timezone('UTC', coalesce(getvariable('qf_now'), current_timestamp))) AS TIMESTAMP_S) from t where a > CAST(date_trunc('second', timezone('UTC', coalesce(getvariable('qf_now'), current_timestamp))) AS TIMESTAMP_S)",
 	} {
 		if got := mysqlCompat(in); got != want {
 			t.Errorf("mysqlCompat(%q) = %q, want %q", in, got, want)

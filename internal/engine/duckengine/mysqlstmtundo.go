@@ -70,12 +70,16 @@ type stmtLog struct {
 	depth int
 	// snaps numbers the user variables' copies (mysqlundovars.go).
 	snaps int
+	// now is the transaction's NOW() as its first DuckDB transaction read it ("": not kept;
+	// mysqlnowpin.go).
+	now string
 }
 
 func (l *stmtLog) reset() {
 	clear(l.stmts)
 	l.stmts, l.bytes, l.lost, l.lostAt, l.marks, l.differed = l.stmts[:0], 0, false, 0, l.marks[:0], false
 	l.snaps = 0 // the next transaction's copies reuse the names: as many as one log's at most
+	l.now = ""
 }
 
 // lose notes that the log cannot undo what ran from its n-th statement on.
@@ -100,7 +104,17 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return s.execute(ctx, q)
 	}
 	s.undo.depth++
-	defer func() { s.undo.depth-- }()
+	defer func() {
+		s.undo.depth--
+		if s.status == 'I' {
+			s.releaseWrites() // a transaction ended here, not by a COMMIT or ROLLBACK of writeLocked's
+			s.unpinNow(ctx)   // mysqlnowpin.go
+		}
+	}()
+	s.lockWaited = 0
+	if containsFold(q.SQL, "innodb_lock_wait_timeout") {
+		s.lockBudget = 0 // set again, perhaps: read at the next wait
+	}
 	s.undo.settleTag()
 	if s.status == 'E' {
 		s.undoStatement(ctx) // a result's error while its rows were read failed the transaction
@@ -127,6 +141,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		}
 	}
 	rows, err := s.execute(ctx, q)
+	if isWriteConflict(err) {
+		rows, err = s.afterConflict(ctx, q, inTx, ids, err) // mysqlwritelock.go
+	}
 	switch {
 	case !inTx || s.status == 'I':
 		s.undo.reset() // no transaction before, or it ended: a new one starts with nothing kept
@@ -136,6 +153,10 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.undo.lose(len(s.undo.stmts))
 	case err == nil:
 		s.undo.keep(q, ids, rows, vars)
+		if changesData(q.SQL) && s.undo.now == "" && mayWriteNow(q.SQL) {
+			s.holdLast(ctx)                    // a RETURNING's rows would end with the read
+			s.undo.noteNow(ctx, s.conn, q.SQL) // mysqlnowpin.go
+		}
 	}
 	return rows, err
 }
@@ -183,6 +204,11 @@ func (s *session) replay(ctx context.Context) error {
 		return errAborted
 	}
 	s.status, s.written = 'T', nil
+	if s.pinNow(ctx) != nil { // mysqlnowpin.go
+		s.fail()
+		s.undo.lose(0)
+		return errAborted
+	}
 	if names := s.undo.keptVarNames(); len(names) > 0 {
 		defer s.holdVars(ctx, names)() // the variables as they are now, after the run (mysqlundovars.go)
 	}

@@ -96,7 +96,7 @@ func onUpdateSets(u update, onUpdate []string, types map[string]string, changes 
 // currentTimeAs is the current time at the precision of an ON UPDATE CURRENT_TIMESTAMP column
 // of type typ (DuckDB's).
 func currentTimeAs(typ string) string {
-	now := "timezone('UTC', current_timestamp)"
+	now := mysqlNow
 	switch typ {
 	case "TIMESTAMP_S":
 		return "CAST(date_trunc('second', " + now + ") AS TIMESTAMP_S)"

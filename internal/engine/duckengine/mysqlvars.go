@@ -49,6 +49,7 @@ const (
 	varZone                     // a UTC spelling only
 	varCharset                  // a UTF-8 character set (utf8, utf8mb3, utf8mb4)
 	varCollation                // a UTF-8 collation
+	varSeconds                  // a whole number of seconds, 0 to 100000000 (innodb_lock_wait_timeout)
 )
 
 var mysqlSessionVars = map[string]mysqlSessionVar{
@@ -63,6 +64,7 @@ var mysqlSessionVars = map[string]mysqlSessionVar{
 	"character_set_connection": {"'utf8mb4'", varCharset},
 	"character_set_results":    {"'utf8mb4'", varCharset},
 	"collation_connection":     {"'utf8mb4_general_ci'", varCollation},
+	"innodb_lock_wait_timeout": {"50", varSeconds}, // mysqlwritelock.go
 }
 
 // userVarRef is DuckDB's read of the user variable name.
@@ -333,7 +335,7 @@ func assign(ctx context.Context, conn *sql.Conn, it setItem, set sessionSet, inT
 		return wrapErr(err)
 	}
 	lit := v
-	if mysqlSessionVars[it.name].kind != varSwitch {
+	if k := mysqlSessionVars[it.name].kind; k != varSwitch && k != varSeconds {
 		lit = sqltok.StandardString(v)
 	}
 	_, err := conn.ExecContext(ctx, "SET VARIABLE "+quoteIdent("qf_sv_"+it.name)+" = "+lit)
@@ -385,6 +387,12 @@ func sessionValue(ctx context.Context, conn *sql.Conn, it setItem) (v string, is
 			return v, false, nil
 		}
 		return "", false, refusedVariable(it.name + " = " + v)
+	case varSeconds:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || slices.ContainsFunc(toks, func(t sqltok.Token) bool { return t.Kind == sqltok.String }) {
+			return "", false, &query.Error{Code: "42000", Message: "Incorrect argument type to variable '" + it.name + "' (MySQL error 1232)"}
+		}
+		return strconv.FormatInt(min(max(n, 0), 100000000), 10), false, nil
 	case varCollation:
 		if strings.HasPrefix(low, "utf8") {
 			return v, false, nil

@@ -241,7 +241,14 @@ func (s *session) statementTimeoutOf(q *query.Request) time.Duration {
 // when it writes, taking it first if the session does not hold it yet.
 func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(context.Context, *query.Request) (query.Rows, error)) (query.Rows, error) {
 	write, nowait, what := writeIntent(q)
-	if write && !s.writing && s.status != 'E' && !(s.readOnly && s.status == 'T') && !holdsWrites(ctx) {
+	if isMySQL(q) {
+		write, nowait = mysqlWriteIntent(q)
+	}
+	if write && isMySQL(q) && !s.writing && s.status != 'E' && !(s.readOnly && s.status == 'T') && !holdsWrites(ctx) {
+		if err := s.mysqlWriteTurn(ctx, nowait); err != nil { // mysqlwritelock.go
+			return nil, err
+		}
+	} else if write && !s.writing && s.status != 'E' && !(s.readOnly && s.status == 'T') && !holdsWrites(ctx) {
 		err := s.e.writes.take(ctx, s.lockTimeoutOf(q), s.statementTimeoutOf(q), nowait, what)
 		if err != nil && err != errUnlocked {
 			s.fail()

@@ -79,12 +79,17 @@ type session struct {
 	// (pgwritelock.go).
 	writing, snapshot, plainSoFar, keepSnapshot bool
 	localLockTimeout                            *time.Duration
+	// lockWaited is how long a MySQL client's last write waited for the write lock, of its
+	// innodb_lock_wait_timeout, lockBudget that plus 1 ns (0: not read; mysqlwritelock.go).
+	lockWaited, lockBudget time.Duration
+	// nowPinned: qf_now holds a MySQL client's transaction's time (mysqlnowpin.go).
+	nowPinned bool
 }
 
 var errAborted = &query.Error{Code: sqlstate.InFailedSQLTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 func (s *session) execute(ctx context.Context, q *query.Request) (query.Rows, error) {
-	if q.Protocol == query.ProtocolPostgres {
+	if q.Protocol == query.ProtocolPostgres || isMySQL(q) {
 		return s.writeLocked(ctx, q, s.executeStatement) // pgwritelock.go
 	}
 	return s.executeStatement(ctx, q)

@@ -306,7 +306,8 @@ func (h *session) answersSet(sql string) bool {
 // variable's does, where the backend can pin one.
 var engineVariables = map[string]bool{"sql_mode": true, "sql_quote_show_create": true, "foreign_key_checks": true,
 	"unique_checks": true, "sql_notes": true, "note_verbosity": true, "character_set_results": true,
-	"character_set_client": true, "character_set_connection": true, "collation_connection": true}
+	"character_set_client": true, "character_set_connection": true, "collation_connection": true,
+	"innodb_lock_wait_timeout": true}
 
 // setsEngineVariables reports whether sql is a SET of engineVariables (and of values the
 // proxy reports, or autocommit and the isolation level, which the session carries), at least one of them to a value the proxy does not report; not a sql_mode
