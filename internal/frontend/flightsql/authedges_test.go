@@ -24,46 +24,6 @@ import (
 	"github.com/queryflux/queryflux/internal/query"
 )
 
-// recordingGate trusts some users without a password, refuses others at Admit or Verified, and
-// records every login it is told of (a FailureGate too).
-type recordingGate struct {
-	trust                   map[string]bool
-	refuse, refuseVerified  map[string]error
-	mu                      sync.Mutex
-	admits, verifies, fails []query.Login
-}
-
-func (g *recordingGate) Admit(l query.Login) (bool, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.admits = append(g.admits, l)
-	if err := g.refuse[l.User]; err != nil {
-		return false, err
-	}
-	return g.trust[l.User], nil
-}
-
-func (g *recordingGate) Verified(l query.Login) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.verifies = append(g.verifies, l)
-	return g.refuseVerified[l.User]
-}
-
-func (g *recordingGate) Failed(l query.Login) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.fails = append(g.fails, l)
-}
-
-func (g *recordingGate) reset() (admits, verifies, fails []query.Login) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	admits, verifies, fails = g.admits, g.verifies, g.fails
-	g.admits, g.verifies, g.fails = nil, nil, nil
-	return
-}
-
 // countingAuth knows alice (password "pw") and the API token k3y (user bot); "ghost" is
 // answered with no user and no error, which must not let anyone in.
 type countingAuth struct {
@@ -113,14 +73,14 @@ func basicAuth(user, password string) string {
 func TestAuthDecisionsAsClientsSeeThem(t *testing.T) {
 	cfg := frontendtest.SelfSignedTLS(t)
 	backend := frontendtest.NewBackend(frontendtest.AllTypesEngine())
-	gate := &recordingGate{
-		trust: map[string]bool{"trusted": true, "anonymous": true},
-		refuse: map[string]error{
+	gate := &frontendtest.RecordingGate{
+		Trust: map[string]bool{"trusted": true, "anonymous": true},
+		Refuse: map[string]error{
 			"closed":  &query.Error{Code: query.CodeNotConfigured, Message: "not configured yet"},
 			"banned":  &query.Error{Code: query.CodeAuthRefused, Message: "banned here"},
 			"ldapbug": errors.New("ldap down: bind password hunter2"),
 		},
-		refuseVerified: map[string]error{"bot": &query.Error{Code: query.CodeAuthRefused, Message: "no bots today"}},
+		RefuseVerified: map[string]error{"bot": &query.Error{Code: query.CodeAuthRefused, Message: "no bots today"}},
 	}
 	auth := &countingAuth{}
 	_, addr := serve(t, backend, Options{Auth: auth, Gate: gate, TLS: frontendtest.Static(cfg)})
@@ -143,14 +103,14 @@ func TestAuthDecisionsAsClientsSeeThem(t *testing.T) {
 	}
 	wantUser := func(what, want string, kv ...string) {
 		t.Helper()
-		gate.reset()
+		gate.Reset()
 		if got, err := run(plain, kv...); err != nil || got != want {
 			t.Errorf("%s: ran as %q (%v), want %q", what, got, err, want)
 		}
 	}
 	wantRefused := func(what string, code codes.Code, msg string, kv ...string) {
 		t.Helper()
-		gate.reset()
+		gate.Reset()
 		if got, err := run(plain, kv...); status.Code(err) != code || !strings.Contains(status.Convert(err).Message(), msg) {
 			t.Errorf("%s: ran as %q, error %v; want %s %q", what, got, err, code, msg)
 		}
@@ -159,7 +119,7 @@ func TestAuthDecisionsAsClientsSeeThem(t *testing.T) {
 	// Trusted clients need no password: named by x-queryflux-user, or nobody (anonymous).
 	calls := auth.count()
 	wantUser("trusted by name", "trusted", "x-queryflux-user", "trusted")
-	admits, _, _ := gate.reset()
+	admits, _, _ := gate.Reset()
 	wantUser("trusted without a name", "anonymous")
 	if !every(admits, func(l query.Login) bool {
 		return l.User == "trusted" && strings.HasPrefix(l.ClientAddr, "127.0.0.1:") && !l.TLS && !l.Cleartext
@@ -177,30 +137,30 @@ func TestAuthDecisionsAsClientsSeeThem(t *testing.T) {
 
 	// Basic: extra spaces are fine; a malformed one says so; a wrong password counts as a failure.
 	wantUser("Basic with spaces", "alice", "authorization", "  Basic   "+base64.StdEncoding.EncodeToString([]byte("alice:pw"))+" ")
-	_, verifies, _ := gate.reset()
+	_, verifies, _ := gate.Reset()
 	wantUser("Basic", "alice", "authorization", basicAuth("alice", "pw"))
-	if _, verifies, _ = gate.reset(); !every(verifies, func(l query.Login) bool { return l.User == "alice" && l.Cleartext }) {
+	if _, verifies, _ = gate.Reset(); !every(verifies, func(l query.Login) bool { return l.User == "alice" && l.Cleartext }) {
 		t.Errorf("Verified was told %+v", verifies)
 	}
 	wantRefused("Basic without a colon", codes.Unauthenticated, "malformed Basic credentials",
 		"authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("alice")))
 	wantRefused("wrong password", codes.Unauthenticated, "authentication failed", "authorization", basicAuth("alice", "bad"))
-	gate.reset()
+	gate.Reset()
 	run(plain, "authorization", basicAuth("alice", "bad"))
-	if _, _, fails := gate.reset(); len(fails) != 1 || fails[0].User != "alice" || !fails[0].Cleartext {
+	if _, _, fails := gate.Reset(); len(fails) != 1 || fails[0].User != "alice" || !fails[0].Cleartext {
 		t.Errorf("a wrong password was reported as %+v, want one failure of alice", fails)
 	}
 	run(plain, "authorization", "Bearer unknown")
-	if _, _, fails := gate.reset(); len(fails) != 0 {
+	if _, _, fails := gate.Reset(); len(fails) != 0 {
 		t.Errorf("an unknown bearer token was reported as a failed password: %+v", fails)
 	}
 	wantRefused("an Authenticator answering no user", codes.Unauthenticated, "authentication failed", "authorization", basicAuth("ghost", "x"))
 
 	// Bearer API tokens: Verified is asked about the user the token names, and may refuse it.
 	wantRefused("a refused bot", codes.Unauthenticated, "no bots today", "authorization", "Bearer k3y")
-	gate.reset()
+	gate.Reset()
 	run(plain, "authorization", "Bearer k3y")
-	if _, verifies, _ = gate.reset(); len(verifies) != 1 || verifies[0].User != "bot" {
+	if _, verifies, _ = gate.Reset(); len(verifies) != 1 || verifies[0].User != "bot" {
 		t.Errorf("Verified was told %+v, want bot", verifies)
 	}
 	// Only the Bearer scheme carries a token: another one is no credential (and anonymous is trusted).
@@ -210,7 +170,7 @@ func TestAuthDecisionsAsClientsSeeThem(t *testing.T) {
 	// else says no more than "authentication failed".
 	wantRefused("not configured", codes.Unavailable, "not configured yet", "x-queryflux-user", "closed")
 	wantRefused("banned", codes.Unauthenticated, "banned here", "x-queryflux-user", "banned")
-	gate.reset()
+	gate.Reset()
 	if _, err := run(plain, "x-queryflux-user", "ldapbug"); status.Code(err) != codes.Unauthenticated || status.Convert(err).Message() != "authentication failed" {
 		t.Errorf("a Gate's internal error: %v", err)
 	}
@@ -227,16 +187,16 @@ func TestAuthDecisionsAsClientsSeeThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer secure.Close()
-	gate.reset()
+	gate.Reset()
 	if got, err := run(secure, "authorization", basicAuth("alice", "pw")); err != nil || got != "alice" {
 		t.Fatalf("over TLS: %q %v", got, err)
 	}
-	if admits, _, _ := gate.reset(); !every(admits, func(l query.Login) bool { return l.TLS }) {
+	if admits, _, _ := gate.Reset(); !every(admits, func(l query.Login) bool { return l.TLS }) {
 		t.Errorf("over TLS the Gate was told %+v", admits)
 	}
 	// and plain calls are not.
 	run(plain, "authorization", basicAuth("alice", "pw"))
-	if admits, _, _ := gate.reset(); !every(admits, func(l query.Login) bool { return !l.TLS }) {
+	if admits, _, _ := gate.Reset(); !every(admits, func(l query.Login) bool { return !l.TLS }) {
 		t.Errorf("in the clear the Gate was told %+v", admits)
 	}
 }
