@@ -82,7 +82,7 @@ func TestMySQLNullsOrder(t *testing.T) {
 		{"select a from (select a from t order by a limit 2) s order by null;", "select a from (select a from t order by a NULLS FIRST limit 2) s ;"},
 		{"select 'order by a'", "select 'order by a'"},
 	} {
-		if got := mysqlNullsOrder(c.in); got != c.want {
+		if got := mysqlNullsOrder(c.in, notNullLookup{}); got != c.want {
 			t.Errorf("%s:\n got  %s\n want %s", c.in, got, c.want)
 		}
 	}

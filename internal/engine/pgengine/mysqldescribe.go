@@ -33,7 +33,7 @@ func (e *Engine) describeForMySQL(ctx context.Context, pc *pgconn.PgConn, q *que
 	}
 	numbered := *q
 	numbered.Args = make([]any, sqltok.CountParams(q.SQL, sqltok.MySQL)) // numbered as an execution's
-	sd, err := pc.Prepare(ctx, "", mysqlText(numberedParams(&numbered), pgconnSQLMode(pc)), nil)
+	sd, err := pc.Prepare(ctx, "", mysqlText(numberedParams(&numbered), pgconnSQLMode(pc), notNullLookup{}), nil)
 	if err != nil {
 		return nil, wrapErr(err)
 	}

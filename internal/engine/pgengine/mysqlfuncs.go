@@ -226,9 +226,10 @@ func closes(toks []sqltok.Token) bool {
 
 // mysqlText is sqlText (PostgreSQL's text of a MySQL client's statement) as PostgreSQL must
 // read it to answer as MariaDB: its functions (mysqlFunctions), sort keys (mysqlNullsOrder) and
-// reads of @@sql_mode, sqlMode the connection's (withSQLModeReads).
-func mysqlText(sqlText, sqlMode string) string {
-	return withSQLModeReads(mysqlNullsOrder(mysqlFunctions(sqlText)), sqlMode)
+// reads of @@sql_mode, sqlMode the connection's (withSQLModeReads); notNull tells which sort keys
+// cannot be NULL.
+func mysqlText(sqlText, sqlMode string, notNull notNullLookup) string {
+	return withSQLModeReads(mysqlNullsOrder(mysqlFunctions(sqlText), notNull), sqlMode)
 }
 
 // mysqlFunctions is sqlText (PostgreSQL's text of a MySQL client's statement) with its calls of

@@ -11,11 +11,21 @@ import (
 // ORDER BY, a window's, an aggregate's), and has no NULLS FIRST / LAST; PostgreSQL sorts them
 // the other way. A MySQL client's sort key is written with the NULLS its order has on
 // MariaDB. ORDER BY NULL (MariaDB: no order; Django's MySQL backend sends it after a GROUP BY)
-// is PostgreSQL's error 42601 and is left out.
+// is PostgreSQL's error 42601 and is left out. A key that cannot be NULL keeps PostgreSQL's
+// order, which is the same then, and its index (mysqlnotnull.go).
+
+// notNullLookup is what mysqlNullsOrder may ask of the catalog: columns, the NOT NULL columns
+// of a table (its qualified name; nil when it cannot tell), schema the client's database. The
+// zero notNullLookup asks nothing: every key gets its NULLS.
+type notNullLookup struct {
+	schema  string
+	columns func(table string) map[string]bool
+}
 
 // mysqlNullsOrder is sqlText (PostgreSQL's text of a MySQL client's statement) with each sort
-// key's NULLS written as MariaDB sorts them; sqlText itself when it has no ORDER BY.
-func mysqlNullsOrder(sqlText string) string {
+// key's NULLS written as MariaDB sorts them, but a key lookup says cannot be NULL; sqlText
+// itself when it has no ORDER BY.
+func mysqlNullsOrder(sqlText string, lookup notNullLookup) string {
 	if !sqltok.ContainsFold(sqlText, "order") {
 		return sqlText
 	}
@@ -23,6 +33,13 @@ func mysqlNullsOrder(sqlText string) string {
 	keys := trinopg.SortKeys(toks)
 	if len(keys) == 0 {
 		return sqlText
+	}
+	var notNull map[string]bool
+	var qualifiers []string
+	if lookup.columns != nil {
+		if table, q, ok := oneTable(toks, lookup.schema); ok {
+			notNull, qualifiers = lookup.columns(table), q
+		}
 	}
 	var b strings.Builder
 	at := 0
@@ -42,6 +59,9 @@ func mysqlNullsOrder(sqlText string) string {
 			}
 		}
 		if k.Nulls >= 0 || k.Hi == k.Lo+1 && toks[k.Lo].IsWord("null") {
+			continue
+		}
+		if col := keyColumn(toks, k, qualifiers); col != "" && notNull[col] && !namedOtherwise(toks, col) {
 			continue
 		}
 		after, nulls := tokEnd(toks[k.Hi-1]), " NULLS FIRST"

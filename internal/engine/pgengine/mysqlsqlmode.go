@@ -156,7 +156,7 @@ func sqlModeValue(ctx context.Context, db querier, sqlText string, value []sqlto
 		return value[0].Text, false, nil
 	}
 	last := value[len(value)-1]
-	expr := mysqlText(sqlText[value[0].Pos:last.Pos+len(last.Text)], connSQLMode(db))
+	expr := mysqlText(sqlText[value[0].Pos:last.Pos+len(last.Text)], connSQLMode(db), notNullLookup{})
 	rows, err := db.Query(ctx, "SELECT CAST(("+expr+") AS text)", append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
 		return "", false, err

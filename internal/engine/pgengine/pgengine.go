@@ -52,6 +52,7 @@ type Engine struct {
 	raw          *rawPool       // the relay's connections (raw.go)
 	database     string         // what a MySQL client's SHOW TABLES names when it chose no database
 	shapes       shapes         // the results' schemas and decoders (shapes.go)
+	notNull      notNullCache   // the NOT NULL columns of the tables MySQL clients sort (mysqlnotnull.go)
 	zone         *serverZone
 	// busy says a pooled connection could only be had once a running statement ends (ping.go).
 	busy func() bool
@@ -352,7 +353,8 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 				defer stop()
 				return setSQLMode(ctx, db, sqlText, modes, q.Args)
 			}
-			sqlText = mysqlText(sqlText, connSQLMode(db)) // MySQL's functions, NULLs sorted, as MariaDB's
+			notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) }}
+			sqlText = mysqlText(sqlText, connSQLMode(db), notNull) // MySQL's functions, NULLs sorted, as MariaDB's
 		}
 	}
 	var trino trinopg.Translation
@@ -397,6 +399,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		for rows.Next() {
 		}
 		rows.Close()
+		e.notNull.followCommand(db, rows.CommandTag().String()) // a table's definition may have changed (mysqlnotnull.go)
 		err := cancelledOr(ctx, rows.Err())
 		stop()
 		if err != nil {

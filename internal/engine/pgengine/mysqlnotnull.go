@@ -1,0 +1,226 @@
+package pgengine
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queryflux/queryflux/internal/sqltok"
+	"github.com/queryflux/queryflux/internal/trinopg"
+)
+
+// A MySQL client's sort key that cannot be NULL goes without the NULLS mysqlNullsOrder writes:
+// with NULLS FIRST on an ascending key PostgreSQL cannot read a plain btree index in order, so
+// `ORDER BY id LIMIT 10` on a primary key would read and sort the whole table. A key is taken
+// for one that cannot be NULL only when it names a NOT NULL column (pg_attribute's attnotnull)
+// of a statement that reads one table and nothing else: one SELECT (EXPLAIN of it too), its
+// FROM one table (no join, which could make the column NULL; no subquery, union, ROLLUP or
+// CUBE), and no select item named as the column but another expression. Each table's NOT NULL
+// columns are read once on the statement's connection and kept (notNullCache) until a
+// statement through this engine changes a table's definition: CREATE, ALTER or DROP (inside a
+// transaction, also at its COMMIT). A change made outside the proxy is not seen.
+
+// notNullCache is the NOT NULL columns of the tables MySQL clients sort, by the table's
+// qualified name as the statement's connection resolves it.
+type notNullCache struct {
+	mu     sync.Mutex
+	tables map[string]map[string]bool
+}
+
+// notNullTablesMax bounds the tables kept: past it the cache starts again (names of tables that
+// do not exist are kept too, as having no NOT NULL column).
+const notNullTablesMax = 4096
+
+// notNullSQL reads a table's NOT NULL columns ($1: its name, qualified).
+const notNullSQL = `SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND attnotnull`
+
+// columns is table's NOT NULL columns, read on db once; nil when the catalog cannot be read.
+func (c *notNullCache) columns(ctx context.Context, db querier, table string) map[string]bool {
+	c.mu.Lock()
+	cols, ok := c.tables[table]
+	c.mu.Unlock()
+	if ok {
+		return cols
+	}
+	rows, err := db.Query(ctx, notNullSQL, pgx.QueryExecModeExec, table)
+	if err != nil {
+		return nil
+	}
+	cols = map[string]bool{}
+	for rows.Next() {
+		var name string
+		if rows.Scan(&name) != nil {
+			rows.Close()
+			return nil
+		}
+		cols[name] = true
+	}
+	rows.Close()
+	if rows.Err() != nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.tables == nil || len(c.tables) >= notNullTablesMax {
+		c.tables = map[string]map[string]bool{}
+	}
+	c.tables[table] = cols
+	c.mu.Unlock()
+	return cols
+}
+
+// forget drops what the cache keeps: a table's definition may have changed.
+func (c *notNullCache) forget() {
+	c.mu.Lock()
+	c.tables = nil
+	c.mu.Unlock()
+}
+
+// ddlInTxKey marks a connection (pgconn's CustomData) whose open transaction changed a table's
+// definition: its COMMIT makes the change seen, and the cache forgets again.
+const ddlInTxKey = "queryflux.ddl_in_tx"
+
+// followCommand keeps the cache right after a statement without rows ran on db (tag: its
+// command tag).
+func (c *notNullCache) followCommand(db querier, tag string) {
+	word, _, _ := strings.Cut(tag, " ")
+	var data map[string]any
+	if conn, ok := db.(interface{ Conn() *pgx.Conn }); ok {
+		data = conn.Conn().PgConn().CustomData()
+	}
+	switch word {
+	case "CREATE", "ALTER", "DROP":
+		c.forget()
+		if data != nil {
+			data[ddlInTxKey] = true
+		}
+	case "COMMIT":
+		if data != nil && data[ddlInTxKey] != nil {
+			c.forget()
+		}
+		delete(data, ddlInTxKey)
+	case "ROLLBACK":
+		delete(data, ddlInTxKey)
+	}
+}
+
+// oneTable is the table toks (a statement's significant tokens, PostgreSQL's) reads when it
+// reads one table and nothing else (see above): its qualified name as to_regclass reads it (an
+// unqualified one in schema, the client's database; "" when it has none), and the names a
+// column of it may be qualified with (the table's, or its alias). ok is false for any other
+// statement.
+func oneTable(toks []sqltok.Token, schema string) (table string, qualifiers []string, ok bool) {
+	if len(toks) < 4 {
+		return "", nil, false
+	}
+	start := 0
+	if toks[0].IsWord("explain") {
+		start = 1
+	}
+	if !toks[start].IsWord("select") {
+		return "", nil, false
+	}
+	from := -1
+	for i, t := range toks[start+1:] {
+		switch {
+		case t.IsWord("select", "join", "union", "intersect", "except", "rollup", "cube", "grouping", "lateral"):
+			return "", nil, false
+		case t.IsWord("from"):
+			if from >= 0 {
+				return "", nil, false
+			}
+			from = start + 1 + i
+		}
+	}
+	if from < 0 || from+1 >= len(toks) {
+		return "", nil, false
+	}
+	name := toks[from+1 : from+2]
+	i := from + 2
+	if i+1 < len(toks) && toks[i].Text == "." {
+		name, i = toks[from+1:i+2], i+2
+	}
+	for _, t := range name {
+		if t.Text != "." && t.Kind != sqltok.Word && t.Kind != sqltok.QuotedIdent {
+			return "", nil, false
+		}
+	}
+	qualifiers = []string{identName(name[len(name)-1])}
+	if i < len(toks) && toks[i].IsWord("as") {
+		i++
+	}
+	if i < len(toks) && (toks[i].Kind == sqltok.QuotedIdent || toks[i].Kind == sqltok.Word && !aliasStops[strings.ToLower(toks[i].Text)]) {
+		qualifiers, i = []string{identName(toks[i])}, i+1
+	}
+	if i < len(toks) && !endsFrom(toks[i]) && toks[i].Text != ";" {
+		return "", nil, false
+	}
+	if len(name) == 1 {
+		if schema == "" {
+			return "", nil, false
+		}
+		return quoteIdent(schema) + "." + quoteIdent(identName(name[0])), qualifiers, true
+	}
+	return quoteIdent(identName(name[0])) + "." + quoteIdent(identName(name[2])), qualifiers, true
+}
+
+// endsFrom reports whether t may follow a FROM's one table (mysqlnames.go's fromEnds, and
+// PostgreSQL's OFFSET and FETCH).
+func endsFrom(t sqltok.Token) bool {
+	return t.Kind == sqltok.Word && (fromEnds[strings.ToLower(t.Text)] || t.IsWord("offset", "fetch"))
+}
+
+// identName is the name a Word or a QuotedIdent token stands for in PostgreSQL.
+func identName(t sqltok.Token) string {
+	if t.Kind == sqltok.QuotedIdent {
+		return strings.ReplaceAll(t.Text[1:len(t.Text)-1], `""`, `"`)
+	}
+	return strings.ToLower(t.Text)
+}
+
+func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// keyColumn is the column key names (a bare or qualified column of the one table), "" for any
+// other key.
+func keyColumn(toks []sqltok.Token, k trinopg.SortKey, qualifiers []string) string {
+	switch {
+	case k.Hi == k.Lo+1 && (toks[k.Lo].Kind == sqltok.Word || toks[k.Lo].Kind == sqltok.QuotedIdent):
+		return identName(toks[k.Lo])
+	case k.Hi == k.Lo+3 && toks[k.Lo+1].Text == "." && toks[k.Lo+2].Kind != sqltok.Operator:
+		for _, q := range qualifiers {
+			if identName(toks[k.Lo]) == q {
+				return identName(toks[k.Lo+2])
+			}
+		}
+	}
+	return ""
+}
+
+// namedOtherwise reports whether a select item of toks (the one SELECT's) other than the
+// column itself ends with the name col (an alias, which ORDER BY would sort by instead).
+func namedOtherwise(toks []sqltok.Token, col string) bool {
+	depth, start := 0, -1
+	for i, t := range toks {
+		if start < 0 {
+			if t.IsWord("select") {
+				start = i + 1
+			}
+			continue
+		}
+		depth += sqltok.ParenStep(t)
+		if depth != 0 || t.Text != "," && !t.IsWord("from") {
+			continue
+		}
+		item := toks[start:i]
+		if n := len(item); n > 0 && (item[n-1].Kind == sqltok.Word || item[n-1].Kind == sqltok.QuotedIdent) && identName(item[n-1]) == col &&
+			n != 1 && (n != 3 || item[1].Text != ".") {
+			return true
+		}
+		if t.IsWord("from") {
+			return false
+		}
+		start = i + 1
+	}
+	return false
+}
