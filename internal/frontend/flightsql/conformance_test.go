@@ -169,15 +169,35 @@ func TestCancelFlightInfoStopsQuery(t *testing.T) {
 // TestClientDeadlineStopsQuery: a client deadline that passes while the statement starts
 // stops the engine query, instead of leaving it to the result's expiry.
 func TestClientDeadlineStopsQuery(t *testing.T) {
-	ended := make(chan error, 1)
-	c := startServer(t, frontendtest.NewBackend(blockingEngine(ended, false)), Options{Auth: passwords{"alice": "pw"}})
+	ended, started := make(chan error, 8), make(chan struct{}, 8)
+	blocking := blockingEngine(ended, false)
+	engine := func(ctx context.Context, q *query.Request) (query.Rows, error) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		return blocking(ctx, q)
+	}
+	c := startServer(t, frontendtest.NewBackend(frontendtest.FuncEngine(engine)), Options{Auth: passwords{"alice": "pw"}})
 	ctx := login(t, c, "alice", "pw")
-	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	if _, err := c.Execute(dctx, "SELECT forever"); err == nil {
-		t.Fatal("a query past its deadline succeeded")
+	// A deadline that passes before the call reaches the server ends it there, with no engine
+	// query to stop (a loaded machine): the deadline doubles until a query ran under it.
+	for deadline := 200 * time.Millisecond; deadline <= 6400*time.Millisecond; deadline *= 2 {
+		dctx, cancel := context.WithTimeout(ctx, deadline)
+		_, err := c.Execute(dctx, "SELECT forever")
+		cancel()
+		if err == nil {
+			t.Fatal("a query past its deadline succeeded")
+		}
+		select {
+		case <-started:
+		default:
+			continue
+		}
+		if err := <-ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("engine query ended with %v", err)
+		}
+		return
 	}
-	if err := <-ended; !errors.Is(err, context.Canceled) {
-		t.Fatalf("engine query ended with %v", err)
-	}
+	t.Fatal("no query reached the engine before its deadline")
 }
