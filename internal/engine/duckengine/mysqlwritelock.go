@@ -23,8 +23,9 @@ import (
 // writes do: a transaction holds it to its end, a statement outside one for the statement; a
 // plain INSERT takes none (InnoDB makes it wait for no one but on a unique key). The wait is
 // bounded by innodb_lock_wait_timeout (MariaDB's default 50 s; SET [SESSION] takes it per
-// session), but, the lock being the whole database's, a writer that waited min(that, 2 s) runs
-// without it: writers of different rows, whom InnoDB never makes wait, go on. When such a run
+// session), but, the lock being the whole database's, a writer runs without it once that passes
+// or the lock's holder sat idle for 2 s (pgwritelock.go): writers of different rows, whom
+// InnoDB never makes wait, go on. When such a run
 // meets DuckDB's conflict (the other transaction wrote the same row), the writer waits for the
 // lock again, for the rest of innodb_lock_wait_timeout and without the 2 s bound (InnoDB would
 // wait as long), then runs its statement again on a fresh snapshot: its transaction's kept
@@ -134,9 +135,9 @@ func (s *session) mysqlLockBudget(ctx context.Context) time.Duration {
 	return s.lockBudget - 1
 }
 
-// mysqlTakeWrites takes the write lock for a MySQL client's statement: errUnlocked when it
-// waited min(budget(), unlockedAfter) and the statement runs without it; waited is how long
-// it waited.
+// mysqlTakeWrites takes the write lock for a MySQL client's statement: errUnlocked when
+// budget() passed or the holder sat idle for unlockedAfter, and the statement runs without it;
+// waited is how long it waited.
 func (e *Engine) mysqlTakeWrites(ctx context.Context, budget func() time.Duration, nowait bool) (waited time.Duration, err error) {
 	select {
 	case e.writes.ch() <- struct{}{}:

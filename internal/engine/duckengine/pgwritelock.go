@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -33,11 +34,13 @@ import (
 //
 // A plain INSERT takes no lock: PostgreSQL never makes one wait for another transaction's
 // writes but on a unique key, and DuckDB appends from concurrent transactions without conflict.
-// A wait for the lock longer than unlockedAfter runs the statement without it, as DuckDB would:
-// writers of different rows (which PostgreSQL never makes wait) proceed, and one client that
+// A writer whose lock holder sat idle for unlockedAfter (no statement of the holder ran or
+// ended in that time) runs the statement without the lock, as DuckDB would: one client that
 // interleaves two transactions on one thread (A writes, B writes, A commits) is not stuck
-// forever behind itself; a write of a row another transaction wrote then fails 40001, where
-// PostgreSQL would wait for it.
+// forever behind itself, and a client that left its transaction open does not stop every
+// writer; a write of a row another transaction wrote then fails 40001, where PostgreSQL would
+// wait for it. A holder still at work is waited for however long it takes (a busy machine
+// slows every holder: bounding the wait itself failed pgbench's transactions on one).
 //
 // The wait ends as PostgreSQL's does: with the lock, lock_timeout (55P03), statement_timeout
 // or the client's cancel (57014). A SELECT ... FOR UPDATE / FOR SHARE takes the lock too (its
@@ -49,6 +52,20 @@ import (
 type writeLock struct {
 	once sync.Once
 	slot chan struct{}
+	// progress counts the holders' statements begun and ended, and running those under way:
+	// a waiter gives up on a holder only when neither moved for unlockedAfter.
+	progress atomic.Uint64
+	running  atomic.Int32
+}
+
+// working marks a statement of the lock's holder begun; the func it returns marks it ended.
+func (l *writeLock) working() func() {
+	l.progress.Add(1)
+	l.running.Add(1)
+	return func() {
+		l.running.Add(-1)
+		l.progress.Add(1)
+	}
 }
 
 func (l *writeLock) ch() chan struct{} {
@@ -61,15 +78,15 @@ var (
 	errCanceledByClient = &query.Error{Code: sqlstate.QueryCanceled, Message: "canceling statement due to user request"}
 )
 
-// unlockedAfter is how long a writer waits for the lock before it runs without it.
+// unlockedAfter is how long the lock's holder may sit idle before its waiters run without it.
 const unlockedAfter = 2 * time.Second
 
-// errUnlocked: the wait passed unlockedAfter; the statement runs without the lock.
+// errUnlocked: the holder sat idle for unlockedAfter; the statement runs without the lock.
 var errUnlocked = errors.New("duckengine: write lock not taken")
 
 // take waits for the lock: until lockTimeout or statementTimeout (0: none) runs out, or ctx
-// ends; with nowait it does not wait, and what for names the error then. errUnlocked after
-// unlockedAfter: the caller runs its statement without the lock.
+// ends; with nowait it does not wait, and what for names the error then. errUnlocked once the
+// holder sat idle for unlockedAfter: the caller runs its statement without the lock.
 func (l *writeLock) take(ctx context.Context, lockTimeout, statementTimeout time.Duration, nowait bool, what string) error {
 	ch := l.ch()
 	select {
@@ -93,20 +110,28 @@ func (l *writeLock) take(ctx context.Context, lockTimeout, statementTimeout time
 	}
 	unlocked := time.NewTimer(unlockedAfter) //determinism:ok as above
 	defer unlocked.Stop()
-	select {
-	case ch <- struct{}{}:
-		return nil
-	case <-unlocked.C:
-		return errUnlocked
-	case <-lockTimer:
-		return errLockTimeout
-	case <-stmtTimer:
-		return errStatementTimeout
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	seen := l.progress.Load()
+	for {
+		select {
+		case ch <- struct{}{}:
+			return nil
+		case <-unlocked.C:
+			if now := l.progress.Load(); now != seen || l.running.Load() > 0 {
+				seen = now
+				unlocked.Reset(unlockedAfter)
+				continue
+			}
+			return errUnlocked
+		case <-lockTimer:
+			return errLockTimeout
+		case <-stmtTimer:
 			return errStatementTimeout
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return errStatementTimeout
+			}
+			return errCanceledByClient
 		}
-		return errCanceledByClient
 	}
 }
 
@@ -276,11 +301,14 @@ func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(co
 			}
 		}
 	}
+	ended := func() {}
 	if s.writing {
 		ctx = context.WithValue(ctx, heldWrites{}, true)
+		ended = s.e.writes.working()
 	}
 	before := s.status
 	rows, err := run(ctx, q)
+	ended()
 	switch {
 	case s.status == 'T' && before == 'T':
 		s.snapshot = true
@@ -334,7 +362,8 @@ func (e *Engine) writeTurn(ctx context.Context, q *query.Request) (context.Conte
 	case err != nil:
 		return ctx, nil, err
 	}
-	return context.WithValue(ctx, heldWrites{}, true), e.writes.release, nil
+	ended := e.writes.working() // one statement holds it: at work until its rows are read
+	return context.WithValue(ctx, heldWrites{}, true), func() { ended(); e.writes.release() }, nil
 }
 
 // withWrites is a statement's result holding the write lock until its rows are read or closed.
