@@ -49,3 +49,25 @@ func (g *RecordingGate) Reset() (admits, verifies, fails []query.Login) {
 	g.admits, g.verifies, g.fails = nil, nil, nil
 	return
 }
+
+// FailedLogins records the users an authenticator is told failed to log in (its AuthFailed),
+// for a test to take: embedded beside a frontend's own users table.
+type FailedLogins struct {
+	mu     sync.Mutex
+	failed []string
+}
+
+func (f *FailedLogins) AuthFailed(user string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failed = append(f.failed, user)
+}
+
+// TakeFailed returns the users told so far, and forgets them.
+func (f *FailedLogins) TakeFailed() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	users := f.failed
+	f.failed = nil
+	return users
+}

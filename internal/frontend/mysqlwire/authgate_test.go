@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
@@ -17,22 +16,7 @@ import (
 // observedUsers are StaticUsers told of every failed login.
 type observedUsers struct {
 	StaticUsers
-	mu     sync.Mutex
-	failed []string
-}
-
-func (o *observedUsers) AuthFailed(user string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.failed = append(o.failed, user)
-}
-
-func (o *observedUsers) take() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	f := o.failed
-	o.failed = nil
-	return f
+	frontendtest.FailedLogins
 }
 
 // TestGateIsToldWhatEachMySQLLoginIs: under both auth methods, what a login policy is told of
@@ -90,7 +74,7 @@ func TestGateIsToldWhatEachMySQLLoginIs(t *testing.T) {
 		_, verifies, fails := gate.Reset()
 		wantLogins("Verified after a wrong password", verifies, 0, "", false)
 		wantLogins("a wrong password's failure", fails, 1, "alice", true)
-		if f := users.take(); len(f) != 1 || f[0] != "alice" {
+		if f := users.TakeFailed(); len(f) != 1 || f[0] != "alice" {
 			t.Fatalf("%s: Users told of failures %v, want [alice]", method, f)
 		}
 
@@ -101,10 +85,10 @@ func TestGateIsToldWhatEachMySQLLoginIs(t *testing.T) {
 		refused("carol, refused once her password was right", ping("carol", "pw2", false), "carol must use TLS")
 		_, verifies, _ = gate.Reset()
 		wantLogins("carol's Verified", verifies, 1, "carol", false)
-		users.take() // a refusal is counted as a failed login too
+		users.TakeFailed() // a refusal is counted as a failed login too
 		err := ping("carol", "nope", false)
 		refused("carol's wrong password", err, "Access denied")
-		if f := users.take(); len(f) != 1 || f[0] != "carol" {
+		if f := users.TakeFailed(); len(f) != 1 || f[0] != "carol" {
 			t.Fatalf("%s: Users told of failures %v, want [carol]", method, f)
 		}
 		if strings.Contains(err.Error(), "TLS") {
@@ -117,7 +101,7 @@ func TestGateIsToldWhatEachMySQLLoginIs(t *testing.T) {
 		if _, verifies, fails := gate.Reset(); len(verifies)+len(fails) != 0 {
 			t.Fatalf("%s: a trusted login was checked as one with a password: verified %+v, failed %+v", method, verifies, fails)
 		}
-		if f := users.take(); len(f) != 0 {
+		if f := users.TakeFailed(); len(f) != 0 {
 			t.Fatalf("%s: Users told of failures %v for a trusted login", method, f)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,22 +69,7 @@ func sqlstateOf(err error) string {
 // "pw") that counts the failures it is told of.
 type observedUsers struct {
 	bothUsers
-	mu     sync.Mutex
-	failed []string
-}
-
-func (o *observedUsers) AuthFailed(user string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.failed = append(o.failed, user)
-}
-
-func (o *observedUsers) takeFailed() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	f := o.failed
-	o.failed = nil
-	return f
+	frontendtest.FailedLogins
 }
 
 // TestGateIsToldWhatEachLoginIs: what a login policy is told of each PostgreSQL login (the
@@ -151,7 +135,7 @@ func TestGateIsToldWhatEachLoginIs(t *testing.T) {
 	if len(fails) != 1 || fails[0].User != "alice" || !strings.HasPrefix(fails[0].ClientAddr, "127.0.0.1:") {
 		t.Fatalf("a wrong password was told as %+v, want one failure of alice", fails)
 	}
-	if f := users.takeFailed(); len(f) != 1 || f[0] != "alice" {
+	if f := users.TakeFailed(); len(f) != 1 || f[0] != "alice" {
 		t.Fatalf("the Authenticator was told of failures %v, want [alice]", f)
 	}
 	if err := pgLogin(url("bob", "wrong", "disable")); sqlstateOf(err) != "28P01" {
@@ -160,7 +144,7 @@ func TestGateIsToldWhatEachLoginIs(t *testing.T) {
 	if _, _, fails := gate.Reset(); len(fails) != 1 || fails[0].User != "bob" {
 		t.Fatalf("bob's wrong password was told as %+v", fails)
 	}
-	if f := users.takeFailed(); len(f) != 1 || f[0] != "bob" {
+	if f := users.TakeFailed(); len(f) != 1 || f[0] != "bob" {
 		t.Fatalf("the Authenticator was told of failures %v, want [bob]", f)
 	}
 
@@ -186,7 +170,7 @@ func TestGateIsToldWhatEachLoginIs(t *testing.T) {
 	if len(verifies) != 0 {
 		t.Fatalf("a trusted login was verified as one with a password: %+v", verifies)
 	}
-	if f := users.takeFailed(); len(f) != 0 {
+	if f := users.TakeFailed(); len(f) != 0 {
 		t.Fatalf("failures told for logins that did not fail: %v", f)
 	}
 }
