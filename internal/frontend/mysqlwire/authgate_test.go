@@ -82,10 +82,15 @@ func TestGateIsToldWhatEachMySQLLoginIs(t *testing.T) {
 		if _, verifies, fails := gate.Reset(); len(verifies)+len(fails) != 0 {
 			t.Fatalf("%s: a refused login went on to a password: verified %+v, failed %+v", method, verifies, fails)
 		}
+		if f := users.TakeFailed(); len(f) != 0 { // the Gate counts its refusals: Users too would count them twice
+			t.Fatalf("%s: Users told of failures %v for a login the Gate refused", method, f)
+		}
 		refused("carol, refused once her password was right", ping("carol", "pw2", false), "carol must use TLS")
 		_, verifies, _ = gate.Reset()
 		wantLogins("carol's Verified", verifies, 1, "carol", false)
-		users.TakeFailed() // a refusal is counted as a failed login too
+		if f := users.TakeFailed(); len(f) != 0 {
+			t.Fatalf("%s: Users told of failures %v for a login the Gate refused once its password was right", method, f)
+		}
 		err := ping("carol", "nope", false)
 		refused("carol's wrong password", err, "Access denied")
 		if f := users.TakeFailed(); len(f) != 1 || f[0] != "carol" {

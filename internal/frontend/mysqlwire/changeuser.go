@@ -6,8 +6,6 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
-
-	"github.com/queryflux/queryflux/internal/query"
 )
 
 // COM_CHANGE_USER logs the connection in again, as another user or the same one, and starts
@@ -129,12 +127,7 @@ func (h *session) authenticateAgain(req changeUserRequest) error {
 	}
 	if errors.Is(err, server.ErrAccessDenied) || errors.Is(err, server.ErrAccessDeniedNoPassword) {
 		s.log.Info("mysqlwire: change user: authentication failed", "user", user, "remote", h.remote)
-		if s.opts.Gate != nil {
-			query.LoginFailed(s.opts.Gate, s.login(user, remote, secure))
-		}
-		if fo, ok := s.opts.Users.(FailureObserver); ok {
-			fo.AuthFailed(user)
-		}
+		s.passwordFailed(user, remote, secure)
 		using := "NO"
 		if !isEmptyPassword(data) {
 			using = "YES"

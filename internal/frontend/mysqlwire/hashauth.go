@@ -13,8 +13,6 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
-
-	"github.com/queryflux/queryflux/internal/query"
 )
 
 // ScrambleChecker is an optional extension of Users for users stored only as a
@@ -32,7 +30,8 @@ type CleartextChecker interface {
 	CheckCleartext(user, password string) bool
 }
 
-// FailureObserver is an optional extension of Users told of every failed login (metrics).
+// FailureObserver is an optional extension of Users told of every login refused for its
+// password (metrics); a login the Gate refused is the Gate's to count.
 type FailureObserver interface {
 	AuthFailed(user string)
 }
@@ -54,8 +53,8 @@ func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) 
 		return err
 	}
 	if err := p.checkPassword(c, connSalt(c), user, plugin, data); err != nil {
-		if errors.Is(err, server.ErrAccessDenied) && p.s.opts.Gate != nil {
-			query.LoginFailed(p.s.opts.Gate, p.s.login(user, c.RemoteAddr(), secure))
+		if errors.Is(err, server.ErrAccessDenied) {
+			p.s.passwordFailed(user, c.RemoteAddr(), secure)
 		}
 		return err
 	}

@@ -397,8 +397,17 @@ func (a *authenticator) OnAuthSuccess(c *server.Conn) error {
 
 func (a *authenticator) OnAuthFailure(c *server.Conn, err error) {
 	a.s.log.Info("mysqlwire: authentication failed", "user", c.GetUser(), "remote", a.remote.String())
-	if fo, ok := a.s.opts.Users.(FailureObserver); ok {
-		fo.AuthFailed(c.GetUser())
+}
+
+// passwordFailed tells the Gate and Users of a login refused for its password. Users is not
+// told of a login the Gate refused: the Gate counted it, and the failures metric counted such
+// logins twice.
+func (s *Server) passwordFailed(user string, remote net.Addr, secure bool) {
+	if s.opts.Gate != nil {
+		query.LoginFailed(s.opts.Gate, s.login(user, remote, secure))
+	}
+	if fo, ok := s.opts.Users.(FailureObserver); ok {
+		fo.AuthFailed(user)
 	}
 }
 
