@@ -15,7 +15,6 @@ import (
 func TestSetRefusal(t *testing.T) {
 	refused := map[string]string{
 		"SET sql_select_limit = 10": "sql_select_limit", "SET SQL_AUTO_IS_NULL = 1": "sql_auto_is_null",
-		"SET sql_mode = 'ANSI_QUOTES'":                 "sql_mode",
 		"set session sql_mode=''":                      "sql_mode",
 		"SET @@session.max_statement_time = 1":         "max_statement_time",
 		"set @@GLOBAL.max_connections = 10":            "GLOBAL max_connections",
@@ -44,6 +43,11 @@ func TestSetRefusal(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "SET "+name+" is not supported") {
 			t.Errorf("%q: got %v, want a refusal naming %s", sql, err, name)
 		}
+	}
+	// A mode that changes how statements are read is refused as MariaDB refuses a value it does
+	// not take (1231), naming the mode.
+	if err := setRefusal("SET sql_mode = 'ANSI_QUOTES'"); err == nil || !strings.Contains(err.Error(), "Variable 'sql_mode' can't be set to the value of 'ANSI_QUOTES'") {
+		t.Errorf("SET sql_mode = 'ANSI_QUOTES': got %v, want 1231 naming the mode", err)
 	}
 	for _, sql := range []string{
 		"SET NAMES utf8mb4", "SET NAMES 'utf8mb4' COLLATE 'utf8mb4_unicode_ci'", "set names utf8",
@@ -131,7 +135,8 @@ func TestReadSetIsolation(t *testing.T) {
 }
 
 // TestSetThroughCore: through a real core and MariaDB, a refused SET comes back as
-// ER_NOT_SUPPORTED_YET naming the variable in both protocols, a no-op SET is OK, and
+// ER_NOT_SUPPORTED_YET naming the variable in both protocols (a sql_mode that changes how
+// statements are read as ER_WRONG_VALUE_FOR_VAR naming the mode), a no-op SET is OK, and
 // SET STATEMENT ... FOR runs its statement on the engine. (SET autocommit=0 is carried:
 // autocommit_test.go.)
 func TestSetThroughCore(t *testing.T) {
@@ -148,7 +153,10 @@ func TestSetThroughCore(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	requireSetRefused(t, conn, "SET SESSION sql_mode = 'ANSI_QUOTES'", "sql_mode")
+	_, err = conn.ExecContext(ctx, "SET SESSION sql_mode = 'ANSI_QUOTES'")
+	if me := (*gomysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1231 || !strings.Contains(me.Message, "'sql_mode'") || !strings.Contains(me.Message, "ANSI_QUOTES") {
+		t.Fatalf("SET SESSION sql_mode = 'ANSI_QUOTES': got %v, want error 1231 naming sql_mode and the mode", err)
+	}
 	requireSetRefused(t, conn, "SET max_statement_time = ?", "max_statement_time", 5) // prepared
 	// The refused SET reached no engine connection: the client's next statements see defaults.
 	var mode string
