@@ -83,7 +83,10 @@ func TestMySQLOnUpdateAndInlineIndexesOnDuckDBLikeMariaDB(t *testing.T) {
 		"exec update ou set c = 11 where id = 1",
 		times,
 		"exec update ou set c = 21, ts = '2021-01-01 00:00:00' where id = 2",
-		"select id, c, ts, dt is not null as dt_set from ou order by id",
+		// Row 1's times are the clock's, which MariaDB and DuckDB read a moment apart: times
+		// compares them with the clock; the other rows' are the values written.
+		times,
+		"select id, c, ts, dt is not null as dt_set from ou where id <> 1 order by id",
 		"show columns from ou",
 		"show index from ou",
 		"show index from ou2",
