@@ -82,7 +82,13 @@ func TestAHeadLargerThanTheWriteBuffer(t *testing.T) {
 // of them (0x1f, 0x20, 0x7e, 0x80, 0xff).
 func TestValueBytesAsByteByByte(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		b := rapid.SliceOfN(rapid.SampledFrom([]byte{'a', ' ', '\t', 0x00, 0x01, '\n', '\r', 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xfe, 0xff}), 0, 40).Draw(rt, "value")
+		// A value of allowed bytes, and at times one byte more of any kind at any place.
+		b := rapid.SliceOfN(rapid.SampledFrom([]byte{'a', ' ', '\t', 0x20, 0x7e, 0x80, 0xfe, 0xff}), 0, 40).Draw(rt, "value")
+		if rapid.Bool().Draw(rt, "one more") {
+			at := rapid.IntRange(0, len(b)).Draw(rt, "at")
+			c := rapid.SampledFrom([]byte{0x00, 0x01, '\t', '\n', '\r', 0x1f, 0x20, 0x7e, 0x7f, 0x80}).Draw(rt, "byte")
+			b = append(b[:at], append([]byte{c}, b[at:]...)...)
+		}
 		s := string(b)
 		if got, want := valueBytes(s), valueBytesOneByOne(s); got != want {
 			rt.Fatalf("valueBytes(%q) = %v, byte by byte %v", s, got, want)
