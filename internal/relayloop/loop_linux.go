@@ -422,6 +422,13 @@ func (l *Loop) wait() (int, error) {
 		// A wait cut short by a signal, or ended by the loop's own timeout, says nothing of rest.
 		l.raw.end(n > 0 || e != 0 || bound < l.raw.boundMillis(-1))
 		l.spin.end(start)
+		if e == unix.EINTR {
+			// A signal (the monitor's preemption, which the loop's goroutine obeys at its next
+			// call, handing its thread over and waiting to get it back) cut the wait short:
+			// look again once back, so that what came meanwhile is read before any timeout
+			// is judged.
+			return l.poll(), nil
+		}
 		if e != 0 {
 			return 0, e
 		}

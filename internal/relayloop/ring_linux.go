@@ -452,9 +452,12 @@ func (l *Loop) ringWait() {
 func (l *Loop) rawRingWait(want, ms int, news func() bool) error {
 	bound := l.raw.boundFor(ms)
 	err := l.ring.r.SubmitAndWaitRaw(want, bound)
-	if err == unix.EINTR { // a signal (the monitor's preemption): no sign of rest
+	if err == unix.EINTR {
+		// A signal (the monitor's preemption): no sign of rest. The loop's goroutine obeys it
+		// at its next call, handing its thread over and waiting to get it back: look again
+		// once back, so that what completed meanwhile is taken before any timeout is judged.
 		l.raw.end(true)
-		return nil
+		return l.ring.r.GetEvents()
 	}
 	// A wait ended by the loop's own timeout says nothing of rest either.
 	l.raw.end(err != nil || bound < l.raw.bound || news())
