@@ -53,8 +53,10 @@ func TestABusyLoopWaitsRawAndAnIdleOneTheRuntimesWay(t *testing.T) {
 		raws, blocking := l.raw.raws.Load(), l.raw.blocking.Load()
 		// (a loop that finds its next message by looking makes no wait at all: the count of
 		// raw waits depends on how the threads ran, that of the others does not)
-		if raws < 1 || blocking > 2 {
-			t.Errorf("%d raw waits, %d the runtime's, over %d exchanges (want raw ones but the first)", raws, blocking, rounds)
+		// (and a wait cut short by a signal, or by the kernel's EAGAIN, may be followed by
+		// one the runtime's way: most of them are raw)
+		if raws < 1 || blocking*4 > raws {
+			t.Errorf("%d raw waits, %d the runtime's, over %d exchanges (want most of them raw)", raws, blocking, rounds)
 		}
 	})
 	t.Run("at rest", func(t *testing.T) {

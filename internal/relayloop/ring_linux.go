@@ -459,8 +459,12 @@ func (l *Loop) rawRingWait(want, ms int, news func() bool) error {
 		l.raw.end(true)
 		return l.ring.r.GetEvents()
 	}
-	// A wait ended by the loop's own timeout says nothing of rest either.
-	l.raw.end(err != nil || bound < l.raw.bound || news())
+	if err == unix.ETIME {
+		// A wait ended by the loop's own timeout says nothing of rest either.
+		l.raw.end(bound < l.raw.bound || news())
+		return nil
+	}
+	l.raw.end(true)
 	return err
 }
 

@@ -426,7 +426,8 @@ func (r *Ring) SubmitAndWaitTimeout(want int, timeout time.Duration) error {
 
 // SubmitAndWaitRaw is SubmitAndWaitTimeout made as a raw system call: the Go runtime is not
 // told of the wait, and its processor stays with the caller meanwhile. A signal ends it with
-// unix.EINTR (returned as such, so that the caller knows the wait was cut short).
+// unix.EINTR, and its timeout with unix.ETIME (returned as such: the caller tells a wait cut
+// short, or one that lapsed, from one that found completions).
 func (r *Ring) SubmitAndWaitRaw(want int, timeout time.Duration) error {
 	arg := struct {
 		Sigmask   uint64
@@ -441,10 +442,10 @@ func (r *Ring) SubmitAndWaitRaw(want int, timeout time.Duration) error {
 		r.enterFl|enterGetEvents|enterExtArg, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
 	runtime.KeepAlive(&ts)
 	switch e {
-	case 0, unix.EAGAIN, unix.EBUSY, unix.ETIME:
+	case 0, unix.EAGAIN, unix.EBUSY:
 		return nil
-	case unix.EINTR:
-		return unix.EINTR
+	case unix.EINTR, unix.ETIME:
+		return e
 	}
 	return fmt.Errorf("uring: io_uring_enter: %w", e)
 }
