@@ -161,7 +161,7 @@ func (l *writeLock) wait(ctx context.Context, w lockWait) error {
 	l.turns[id] = turn
 	timer := l.timerFor(id, now)
 	l.mu.Unlock()
-	defer timer.Stop()
+	defer func() { timer.Stop() }() // the last timer set
 	for {
 		select {
 		case <-turn:
