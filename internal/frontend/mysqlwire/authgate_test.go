@@ -189,4 +189,3 @@ func TestAGateThatFailsTellsTheClientNothingOfIt(t *testing.T) {
 		}
 	}
 }
-
