@@ -40,6 +40,13 @@ var exprsSteps = []string{
 	"select id, a, row_number() over (order by a, id) from ex order by id",
 	"select * from (select a, count(*) c from ex group by a order by null) s order by a",
 	"select a, count(*) from ex group by a order by a desc",
+	"select id, cast(a as signed), CAST(a + 1 AS SIGNED INTEGER), cast(n as signed) from ex, (select 12345678901 n) k order by id",
+	// MariaDB's SIGNED is an INT when its operand is short (a SMALLINT, a DECIMAL(6,2)), its
+	// UNSIGNED a BIGINT UNSIGNED: the proxy's BIGINT (values compared only).
+	"values select id, cast(d as signed), convert(s, signed), cast(b as unsigned), cast(cast(7 as char) as signed) + 1 from ex order by id",
+	"select id, cast(a * 100 as char), cast(v as char), cast(v as char(1)), concat(cast(id as char), '-', v), convert(d, char) from ex order by id",
+	"select cast('2024-01-02 03:04:05' as datetime), cast('2024-01-02 03:04:05.123456' as datetime(3)), cast(2.5 as double)",
+	"select id from ex where cast(a as char) = '7' or cast(v as char(3)) = 'é' order by id",
 }
 
 // TestMariaDBExpressionsOnPostgreSQL: through go-sql-driver, each of exprsSteps answers on
@@ -63,7 +70,7 @@ func TestMariaDBExpressionsOnPostgreSQL(t *testing.T) {
 				got[i] = stepAnswer(t, c, "exec "+stmt)
 				continue
 			}
-			if stmt, ok := strings.CutPrefix(step, "values "); ok { // GROUP_CONCAT: MariaDB's TEXT, the proxy's VARCHAR (left)
+			if stmt, ok := strings.CutPrefix(step, "values "); ok { // GROUP_CONCAT: MariaDB's TEXT, the proxy's VARCHAR (left); SIGNED's type
 				got[i] = dumpRows(t, c, stmt)
 				continue
 			}
