@@ -10,7 +10,7 @@ esac
 case $1 in
 1) plant '		"cast":         mysqlCast,' '' ;;                                      # CAST left to PostgreSQL
 2) plant '"char": "text", ' '"char": "char", ' ;;                                       # CHAR PostgreSQL's char(1)
-3) plant '		if depth == 0 && t.IsWord("as") {' '		if t.IsWord("as") {' ;;       # an AS inside the operand taken for the cast's
+3) plant '		if depth == 0 && t.IsWord("as") {' '		if as < 0 && t.IsWord("as") {' ;; # the operand's own AS (a subquery's alias) taken for the cast's
 4) plant '		"convert":      mysqlConvert,' '' ;;                                   # CONVERT(x, type) left to PostgreSQL
 esac
 planted

@@ -307,11 +307,12 @@ func closes(toks []sqltok.Token) bool {
 }
 
 // mysqlText is sqlText (PostgreSQL's text of a MySQL client's statement) as PostgreSQL must
-// read it to answer as MariaDB: its functions (mysqlFunctions), sort keys (mysqlNullsOrder) and
+// read it to answer as MariaDB: its functions (mysqlFunctions), aggregates of a boolean column
+// (mysqlBoolAggregates), sort keys (mysqlNullsOrder) and
 // reads of @@sql_mode, sqlMode the connection's (withSQLModeReads); notNull tells which sort keys
 // cannot be NULL.
 func mysqlText(sqlText, sqlMode string, notNull notNullLookup) string {
-	return withSQLModeReads(mysqlNullsOrder(mysqlFunctions(sqlText), notNull), sqlMode)
+	return withSQLModeReads(mysqlNullsOrder(mysqlBoolAggregates(mysqlFunctions(sqlText), notNull), notNull), sqlMode)
 }
 
 // mysqlFunctions is sqlText (PostgreSQL's text of a MySQL client's statement) with its calls of
