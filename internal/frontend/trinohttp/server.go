@@ -698,11 +698,12 @@ func (s *Server) client(r *http.Request) (client, error) {
 }
 
 // newID makes a Trino-style query id: date_time_sequence_random, and on a worker _owner
-// (forward.OwnerID), which tells any worker of the fleet where the query runs.
-func (s *Server) newID() (id, slug string) {
+// (forward.OwnerID), which tells any worker of the fleet where the query runs. now is the
+// time the query is made.
+func (s *Server) newID(now time.Time) (id, slug string) {
 	var b [10]byte
 	s.random.read(b[:])
-	buf := append(make([]byte, 0, 64), s.idTimeNow()...)
+	buf := append(make([]byte, 0, 64), s.idTimeAt(now)...)
 	buf = strconv.AppendUint(buf, 100000+s.seq.Add(1)%100000, 10)
 	buf = append(buf[:len(buf)-6], buf[len(buf)-5:]...) // the sequence in five digits, zero-padded
 	buf = hex.AppendEncode(append(buf, '_'), b[:3])
@@ -720,9 +721,8 @@ type idTimeText struct {
 	text []byte
 }
 
-// idTimeNow is the date and time part of an id made now, formatted once a second.
-func (s *Server) idTimeNow() []byte {
-	now := time.Now()
+// idTimeAt is the date and time part of an id made at now, formatted once a second.
+func (s *Server) idTimeAt(now time.Time) []byte {
 	if t := s.idTime.Load(); t != nil && t.sec == now.Unix() {
 		return t.text
 	}
