@@ -37,6 +37,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/certs"
+	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/httplite"
 	"github.com/queryflux/queryflux/internal/netlimit"
@@ -549,7 +550,7 @@ func (s *Server) login(r *http.Request) (string, int, error) {
 	if s.opts.Gate != nil {
 		trusted, err := s.opts.Gate.Admit(login)
 		if err != nil {
-			return "", gateStatus(err), err
+			return "", gateStatus(err), s.gateRefused(login, err)
 		}
 		if trusted && user != "" {
 			return user, 0, nil
@@ -579,13 +580,23 @@ func (s *Server) login(r *http.Request) (string, int, error) {
 	if s.opts.Gate != nil {
 		login.User = authed
 		if err := s.opts.Gate.Verified(login); err != nil {
-			return "", gateStatus(err), err
+			return "", gateStatus(err), s.gateRefused(login, err)
 		}
 	}
 	if headerUser != "" && headerUser != authed {
 		return "", http.StatusForbidden, fmt.Errorf("user %q may not run queries as %q", authed, headerUser)
 	}
 	return authed, 0, nil
+}
+
+// gateRefused is what the client of login is told of the Gate's refusal err; a Gate that
+// failed rather than refused is logged, and the client is told only that the login failed.
+func (s *Server) gateRefused(login query.Login, err error) error {
+	qe, failed := query.GateRefusal(err)
+	if failed {
+		s.log.Error("trinohttp: login refused: the gate failed", "user", login.User, "remote", login.ClientAddr, "err", config.RedactURL(err.Error()))
+	}
+	return qe
 }
 
 // gateStatus is the HTTP status of a Gate's refusal.
