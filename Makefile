@@ -90,7 +90,11 @@ test-deps-ops:
 		echo "prometheus could not be installed: TestPromtoolChecksRules skips"; }
 
 # Every database the tests create carries this run's tag; the run fails if one is left behind.
-TEST_RUN ?= r$(shell date +%s)
+# Expanded once (:=): a recursive ?= ran date at each use, so the leftovers check after the tests
+# looked for a tag seconds or minutes later than the one the tests' databases carried, and found none.
+ifndef TEST_RUN
+TEST_RUN := r$(shell date +%s)
+endif
 
 # Packages tested at once: the slowest (chaos, fleettest, querytest) mostly wait on real daemons, so
 # a third package keeps the CPUs busy. .ci/run raises the servers' connection limits to match.
