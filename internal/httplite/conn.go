@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -35,8 +36,12 @@ type conn struct {
 	cancel context.CancelFunc
 	remote string
 	tls    *tls.ConnectionState
-	over   bool // beyond ConnectionsMax: every request is refused
-	linger bool // the client may still be sending what was not read: close with lingerClose
+	over   bool   // beyond ConnectionsMax: every request is refused
+	linger bool   // the client may still be sending what was not read: close with lingerClose
+	expect string // the request's first Expect value, as its head was read
+	// parsed is what parseHead made of the request being read, until serveRequest takes its
+	// answer from it.
+	parsed *parsed
 	logged bool // a request on it logged in (LoggedIn)
 	// scratch is where an answer's status line and numbers are made: an array of the
 	// function's own escapes through bufio.Writer.Write, an allocation per answer.
@@ -122,8 +127,8 @@ func (c *conn) extendRead(timeout time.Duration) {
 	}
 }
 
-func (c *conn) extendWrite(timeout time.Duration) {
-	if due := time.Now().Add(timeout); c.writeSoft.IsZero() || due.Sub(c.writeSoft) > deadlineSlack(timeout) {
+func (c *conn) extendWrite(timeout time.Duration, now time.Time) {
+	if due := now.Add(timeout); c.writeSoft.IsZero() || due.Sub(c.writeSoft) > deadlineSlack(timeout) {
 		_ = c.rwc.SetWriteDeadline(due)
 		c.writeSoft = due
 	}
@@ -223,7 +228,8 @@ func (c *conn) readRequest() (*http.Request, bool) {
 		return nil, false
 	}
 	headMax := c.s.opts.HeaderBytesMax + 4096 // net/http's allowance
-	if req, ok := parseHead(c.br, headMax, c.base); ok {
+	if req, expect, ok := parseHead(c.br, headMax, c.base); ok {
+		c.expect, c.parsed = expect, (*parsed)(unsafe.Pointer(req)) // req is its parsed's first field
 		return c.checked(req, true)
 	}
 	c.setReadDeadline(time.Now().Add(limits.HandshakeTimeout))
@@ -242,13 +248,14 @@ func (c *conn) readRequest() (*http.Request, bool) {
 		c.refuse(http.StatusBadRequest, "malformed request: "+err.Error())
 		return nil, false
 	}
+	c.expect = Field(req.Header, "Expect")
 	return c.checked(req, false)
 }
 
 // checked passes on a request read whole, or refuses it (check); fieldsValid says its fields'
 // names and values were checked as they were read (parseHead).
 func (c *conn) checked(req *http.Request, fieldsValid bool) (*http.Request, bool) {
-	if status, msg := check(req, fieldsValid); status != 0 {
+	if status, msg := check(req, fieldsValid, c.expect); status != 0 {
 		c.refuse(status, msg)
 		return nil, false
 	}
@@ -278,8 +285,8 @@ func isTimeout(err error) bool {
 // check refuses what this server does not serve, as net/http would answer it (http.ReadRequest
 // refused more than one Host already, and took it out of the header). The fields' names and
 // values are checked unless fieldsValid: parseHead reads only valid ones (a request's check
-// was 1,700 instructions, mostly these).
-func check(req *http.Request, fieldsValid bool) (int, string) {
+// was 1,700 instructions, mostly these). expect is the request's first Expect value.
+func check(req *http.Request, fieldsValid bool, expect string) (int, string) {
 	switch {
 	case req.ProtoMajor != 1:
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
@@ -293,7 +300,7 @@ func check(req *http.Request, fieldsValid bool) (int, string) {
 			return http.StatusBadRequest, msg
 		}
 	}
-	if e := Field(req.Header, "Expect"); e != "" && !(strings.EqualFold(e, "100-continue") && req.ProtoAtLeast(1, 1)) {
+	if e := expect; e != "" && !(strings.EqualFold(e, "100-continue") && req.ProtoAtLeast(1, 1)) {
 		return http.StatusExpectationFailed, "unsupported Expect header"
 	}
 	return 0, ""
@@ -337,7 +344,14 @@ func (c *conn) serveRequest(req *http.Request) int {
 	if c.header = nil; header == nil {
 		header = http.Header{}
 	}
-	w := &response{c: c, req: req, header: header, length: -1, close: req.Close, body: c.held[:0]}
+	var w *response
+	if p := c.parsed; p != nil && &p.req == req {
+		w = &p.resp
+	} else {
+		w = new(response)
+	}
+	c.parsed = nil
+	w.c, w.req, w.header, w.length, w.close, w.body = c, req, header, -1, req.Close, c.held[:0]
 	if c.over { // netlimit.HTTP's answer beyond ConnectionsMax
 		w.header.Set("Retry-After", "1")
 		w.header.Set("Connection", "close")
@@ -365,7 +379,7 @@ func (c *conn) serveRequest(req *http.Request) int {
 	switch {
 	case req.Body != http.NoBody:
 		timed := w.watched || req.ContentLength < 0 || int64(c.br.Buffered()) < req.ContentLength
-		w.bodyKept = body{ReadCloser: req.Body, c: c, w: w, expect: Field(req.Header, "Expect") != "", length: req.ContentLength, timed: timed}
+		w.bodyKept = body{ReadCloser: req.Body, c: c, w: w, expect: c.expect != "", length: req.ContentLength, timed: timed}
 		w.reqBody = &w.bodyKept
 		req.Body = w.reqBody
 		if timed {

@@ -76,3 +76,33 @@ func TestAHeadLargerThanTheWriteBuffer(t *testing.T) {
 		}
 	}
 }
+
+// valueBytes, eight bytes at a time, finds what the check byte by byte finds: every control
+// byte but tab, and 0x7f, at any place of a value of any length, among bytes on either side
+// of them (0x1f, 0x20, 0x7e, 0x80, 0xff).
+func TestValueBytesAsByteByByte(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		// A value of allowed bytes, and at times one byte more of any kind at any place.
+		b := rapid.SliceOfN(rapid.SampledFrom([]byte{'a', ' ', '\t', 0x20, 0x7e, 0x80, 0xfe, 0xff}), 0, 40).Draw(rt, "value")
+		if rapid.Bool().Draw(rt, "one more") {
+			at := rapid.IntRange(0, len(b)).Draw(rt, "at")
+			c := rapid.SampledFrom([]byte{0x00, 0x01, '\t', '\n', '\r', 0x1f, 0x20, 0x7e, 0x7f, 0x80}).Draw(rt, "byte")
+			b = append(b[:at], append([]byte{c}, b[at:]...)...)
+		}
+		s := string(b)
+		if got, want := valueBytes(s), valueBytesOneByOne(s); got != want {
+			rt.Fatalf("valueBytes(%q) = %v, byte by byte %v", s, got, want)
+		}
+	})
+	for _, c := range []struct {
+		s  string
+		ok bool
+	}{
+		{"application/json", true}, {"a\tb c\td e\tf", true}, {"12345678\x7f", false}, {"1234567\x7f", false},
+		{"\x00bcdefgh", false}, {"abcdefg\x1f", false}, {"abcdefgh\xff\x80", true}, {"héllo wörld ~~~~", true},
+	} {
+		if got := valueBytes(c.s); got != c.ok {
+			t.Errorf("valueBytes(%q) = %v, want %v", c.s, got, c.ok)
+		}
+	}
+}

@@ -20,31 +20,32 @@ import (
 // Its keys and values are slices of one string: a statement's POST head costs 7 allocations
 // instead of http.ReadRequest's 14 (RESULTS.md, "Trino HTTP (#22, session 19, trino helper)").
 // For any other head, or one longer than sizeMax, it reports false and consumes nothing:
-// http.ReadRequest reads it, or refuses it.
-func parseHead(br *bufio.Reader, sizeMax int, base *http.Request) (*http.Request, bool) {
+// http.ReadRequest reads it, or refuses it. It also returns the request's first Expect value,
+// which the server reads twice a request (a header lookup each).
+func parseHead(br *bufio.Reader, sizeMax int, base *http.Request) (*http.Request, string, bool) {
 	buf, _ := br.Peek(br.Buffered())
 	end := headEnd(buf)
 	if end < 0 || end+4 > sizeMax {
-		return nil, false
+		return nil, "", false
 	}
 	head := string(buf[:end+2]) // every line with its CRLF
 	line, rest, _ := strings.Cut(head, "\r\n")
 	method, target, ok1 := strings.Cut(line, " ")
 	target, proto, ok2 := strings.Cut(target, " ")
 	if !ok1 || !ok2 || proto != "HTTP/1.1" || !isToken(method) || !strings.HasPrefix(target, "/") {
-		return nil, false
+		return nil, "", false
 	}
-	p := new(parsed) // the request, its URL and its body in one allocation
+	p := new(parsed) // the request, its URL, its body and its answer in one allocation
 	if plainPath(target) {
 		p.url.Path = target // what url.ParseRequestURI makes of it
 	} else if u, err := url.ParseRequestURI(target); err == nil {
 		p.url = *u
 	} else {
-		return nil, false
+		return nil, "", false
 	}
-	h, f, ok := parseFields(rest)
+	h, f, ok := parseFields(rest, p.values[:])
 	if !ok || f.hosts > 1 || f.lengths > 1 {
-		return nil, false
+		return nil, "", false
 	}
 	// base carries the context its requests are served in (that of their connection), which
 	// only WithContext sets otherwise: a copy of the whole request per request.
@@ -56,7 +57,7 @@ func parseHead(br *bufio.Reader, sizeMax int, base *http.Request) (*http.Request
 	if f.lengths > 0 {
 		n, ok := contentLength(f.length)
 		if !ok {
-			return nil, false
+			return nil, "", false
 		}
 		req.ContentLength = n
 		if n > 0 {
@@ -65,7 +66,7 @@ func parseHead(br *bufio.Reader, sizeMax int, base *http.Request) (*http.Request
 		}
 	}
 	_, _ = br.Discard(end + 4)
-	return req, true
+	return req, f.expect, true
 }
 
 // parsed is what parseHead makes of a head, allocated together.
@@ -73,6 +74,12 @@ type parsed struct {
 	req  http.Request
 	url  url.URL
 	body headBody
+	// values back the header's first values of a head of up to len(values) lines (a slice
+	// of its own was an allocation per request).
+	values [8]string
+	// resp is the request's answer (serveRequest's, for a request parseHead read: an
+	// allocation of its own per request otherwise).
+	resp response
 }
 
 // plainPath reports whether target is a path url.ParseRequestURI takes as it is (URL{Path:
@@ -99,17 +106,21 @@ type framing struct {
 	length     string // the first Content-Length
 	hosts      int
 	lengths    int
-	connection bool // a Connection field was seen
+	connection bool   // a Connection field was seen
+	expect     string // the first Expect
 }
 
 // parseFields reads the field lines of a head (each ended by CRLF) as textproto.ReadMIMEHeader
 // would, reporting false for a line it may read otherwise, and for a Transfer-Encoding, Trailer
 // or Pragma field (which parseHead leaves to http.ReadRequest).
-func parseFields(lines string) (http.Header, framing, bool) {
+func parseFields(lines string, backing []string) (http.Header, framing, bool) {
 	var f framing
 	n := strings.Count(lines, "\n")
 	h := make(http.Header, n)
-	values := make([]string, n) // every field's first value, cut from one slice
+	values := backing // every field's first value, cut from one slice
+	if n > len(values) {
+		values = make([]string, n)
+	}
 	var seen names
 	for line := range strings.Lines(lines) {
 		line, crlf := strings.CutSuffix(line, "\r\n")
@@ -119,10 +130,8 @@ func parseFields(lines string) (http.Header, framing, bool) {
 			return nil, f, false
 		}
 		value = trimBlanks(value)
-		for i := 0; i < len(value); i++ {
-			if c := value[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-				return nil, f, false
-			}
+		if !valueBytes(value) {
+			return nil, f, false
 		}
 		if !canonical {
 			name = textproto.CanonicalMIMEHeaderKey(name)
@@ -139,6 +148,10 @@ func parseFields(lines string) (http.Header, framing, bool) {
 			}
 		case "Connection":
 			f.connection = true
+		case "Expect":
+			if f.expect == "" {
+				f.expect = value
+			}
 		case "Transfer-Encoding", "Trailer", "Pragma":
 			return nil, f, false
 		}
@@ -150,6 +163,34 @@ func parseFields(lines string) (http.Header, framing, bool) {
 		h[name], values = values[:1:1], values[1:]
 	}
 	return h, f, true
+}
+
+// valueBytes reports whether a field's value has no control byte but tab (none below 0x20 but
+// '\t', no 0x7f), eight bytes at a time: a byte at a time was 380 instructions of a statement's
+// POST head. A word with a byte below 0x20 (a tab, say) is looked at byte by byte.
+func valueBytes(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(s) >= 8 {
+		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		// A byte below 0x20 sets its high bit in (x - 0x20 each) &^ x; a byte 0x7f is a zero
+		// byte of x ^ 0x7f each, found the same way (below 1).
+		del := x ^ (0x7f * ones)
+		if ((x-0x20*ones)&^x|(del-ones)&^del)&highs != 0 && !valueBytesOneByOne(s[:8]) {
+			return false
+		}
+		s = s[8:]
+	}
+	return valueBytesOneByOne(s)
+}
+
+func valueBytesOneByOne(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // names are the field names a head gave so far, told apart without a lookup of h per field

@@ -122,7 +122,7 @@ func (w *response) FlushError() error {
 	if !w.sent {
 		w.writeHead(false)
 	} else {
-		w.c.armWrite()
+		w.c.armWrite(time.Now())
 	}
 	if err := w.c.bw.Flush(); err != nil && w.err == nil {
 		w.err = err
@@ -213,7 +213,8 @@ func (w *response) writeHead(final bool) {
 		h.Set("Content-Type", http.DetectContentType(w.body))
 	}
 	c := w.c
-	c.armWrite()
+	now := time.Now() // one clock read for the write deadline and the Date field
+	c.armWrite(now)
 	bw := c.bw
 	// The whole head is made in bw's free buffer and written at once (one copy, no call per
 	// part: 2,900 instructions of a statement's answer were 4,000).
@@ -228,7 +229,7 @@ func (w *response) writeHead(final bool) {
 			b = appendField(b, k, v)
 		}
 	}
-	b = append(b, date()...)
+	b = append(b, date(now)...)
 	switch {
 	case length:
 		b = append(strconv.AppendInt(append(b, "Content-Length: "...), int64(len(w.body)), 10), "\r\n"...)
@@ -301,8 +302,8 @@ func appendField(b []byte, name, value string) []byte {
 
 // armWrite gives the writes of an answer MessageTimeout (re-armed at each Flush), so that a
 // client that stops reading holds its connection no longer than that.
-func (c *conn) armWrite() {
-	c.extendWrite(c.s.opts.Limits.MessageTimeout)
+func (c *conn) armWrite(now time.Time) {
+	c.extendWrite(c.s.opts.Limits.MessageTimeout, now)
 }
 
 // dateField is the Date field of the current second, made once a second.
@@ -313,8 +314,8 @@ type dateField struct {
 
 var dates atomic.Pointer[dateField]
 
-func date() []byte {
-	now := time.Now()
+// date is the Date field of now.
+func date(now time.Time) []byte {
 	if d := dates.Load(); d != nil && d.sec == now.Unix() {
 		return d.line
 	}

@@ -1,6 +1,10 @@
 package query
 
-import "github.com/queryflux/queryflux/internal/sqlstate"
+import (
+	"errors"
+
+	"github.com/queryflux/queryflux/internal/sqlstate"
+)
 
 // Login is what a frontend knows about a login before it checks any password: who asks, from
 // where, over what, and whether the password would travel as it is (PostgreSQL's cleartext
@@ -39,4 +43,16 @@ func LoginFailed(g Gate, l Login) {
 	if f, ok := g.(FailureGate); ok {
 		f.Failed(l)
 	}
+}
+
+// GateRefusal is what the client of a login the Gate refused with err is told. A *Error is a
+// refusal the Gate wrote for clients and is theirs as it is. Any other error is the Gate
+// failing, whose text (a file, an address, a store's message) is for the operator: the client
+// gets "authentication failed" and failed is true, so the frontend logs err.
+func GateRefusal(err error) (refusal *Error, failed bool) {
+	var qe *Error
+	if errors.As(err, &qe) {
+		return qe, false
+	}
+	return &Error{Code: CodeAuthRefused, Message: "authentication failed"}, true
 }

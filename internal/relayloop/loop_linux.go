@@ -38,6 +38,7 @@ type Loop struct {
 	stopped []*pair
 	bufs    buffers
 	spin    spinner
+	raw     rawWaiter
 
 	ctls   atomic.Int64 // epoll_ctl calls on the loop's set (tests)
 	fcntls atomic.Int64 // sockets made non-blocking at a plug (tests)
@@ -115,7 +116,7 @@ func NewWith(bufBytes int, prefer Backend, spin time.Duration) (*Loop, error) {
 		bufBytes = BufferBytesDefault
 	}
 	l := &Loop{epfd: -1, evfd: -1, bufBytes: bufBytes, exited: make(chan struct{}),
-		events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}, stalled: map[*pair]struct{}{}, spin: spinner{bound: spin}}
+		events: make([]unix.EpollEvent, 128), begun: map[*pair]struct{}{}, stalled: map[*pair]struct{}{}, spin: spinner{bound: spin}, raw: rawWaiter{bound: rawBound}}
 	ready := make(chan error, 1)
 	go l.run(ready, chosenBackend(prefer))
 	if err := <-ready; err != nil {
@@ -410,8 +411,26 @@ func (l *Loop) wait() (int, error) {
 	if l.spin.try(start, func() bool { n = l.poll(); return n > 0 }) {
 		return n, nil
 	}
-	n, err := unix.EpollWait(l.epfd, l.events, l.waitMillis())
+	ms := l.waitMillis()
+	if l.raw.begin() {
+		bound := l.raw.boundMillis(ms)
+		r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(bound), 0, 0)
+		n = int(r)
+		if e != 0 {
+			n = 0
+		}
+		// A wait cut short by a signal, or ended by the loop's own timeout, says nothing of rest.
+		l.raw.end(n > 0 || e != 0 || bound < l.raw.boundMillis(-1))
+		l.spin.end(start)
+		if e != 0 {
+			return 0, e
+		}
+		return n, nil
+	}
+	t := l.raw.from(start)
+	n, err := unix.EpollWait(l.epfd, l.events, ms)
 	l.spin.end(start)
+	l.raw.slept(t)
 	return n, err
 }
 

@@ -404,10 +404,16 @@ func (l *Loop) quietWait() {
 	start := l.spin.begin() // a wait that never spins, whose length decides whether the next may
 	defer l.spin.end(start)
 	var err error
-	if ms := l.waitMillis(); ms >= 0 {
-		err = g.r.SubmitAndWaitTimeout(g.quiet+1, time.Duration(ms)*time.Millisecond)
+	if ms := l.waitMillis(); l.raw.begin() {
+		err = l.rawRingWait(g.quiet+1, ms, func() bool { return g.r.Ready() > g.quiet })
 	} else {
-		err = g.r.SubmitAndWait(g.quiet + 1)
+		t := l.raw.from(start)
+		if ms >= 0 {
+			err = g.r.SubmitAndWaitTimeout(g.quiet+1, time.Duration(ms)*time.Millisecond)
+		} else {
+			err = g.r.SubmitAndWait(g.quiet + 1)
+		}
+		l.raw.slept(t)
 	}
 	if err != nil {
 		panic(fmt.Sprintf("relayloop: %v", err))
@@ -424,15 +430,35 @@ func (l *Loop) ringWait() {
 		return
 	}
 	var err error
-	if ms := l.waitMillis(); ms >= 0 {
-		err = l.ring.r.SubmitAndWaitTimeout(1, time.Duration(ms)*time.Millisecond)
+	if ms := l.waitMillis(); l.raw.begin() {
+		err = l.rawRingWait(1, ms, func() bool { return l.ring.r.Ready() > 0 })
 	} else {
-		err = l.ring.r.SubmitAndWait(1)
+		t := l.raw.from(start)
+		if ms >= 0 {
+			err = l.ring.r.SubmitAndWaitTimeout(1, time.Duration(ms)*time.Millisecond)
+		} else {
+			err = l.ring.r.SubmitAndWait(1)
+		}
+		l.raw.slept(t)
 	}
 	if err != nil {
 		panic(fmt.Sprintf("relayloop: %v", err))
 	}
 	l.spin.end(start)
+}
+
+// rawRingWait is a raw wait (rawWaiter) on the ring for want completions, bounded by the
+// raw bound and by ms (>= 0: the loop's own next timeout); news says whether it got any.
+func (l *Loop) rawRingWait(want, ms int, news func() bool) error {
+	bound := l.raw.boundFor(ms)
+	err := l.ring.r.SubmitAndWaitRaw(want, bound)
+	if err == unix.EINTR { // a signal (the monitor's preemption): no sign of rest
+		l.raw.end(true)
+		return nil
+	}
+	// A wait ended by the loop's own timeout says nothing of rest either.
+	l.raw.end(err != nil || bound < l.raw.bound || news())
+	return err
 }
 
 // ringReady enters the ring to take what has completed (a receive's completion is posted when

@@ -424,6 +424,31 @@ func (r *Ring) SubmitAndWaitTimeout(want int, timeout time.Duration) error {
 	return r.waitExt(want, 0, max(timeout, 0))
 }
 
+// SubmitAndWaitRaw is SubmitAndWaitTimeout made as a raw system call: the Go runtime is not
+// told of the wait, and its processor stays with the caller meanwhile. A signal ends it with
+// unix.EINTR (returned as such, so that the caller knows the wait was cut short).
+func (r *Ring) SubmitAndWaitRaw(want int, timeout time.Duration) error {
+	arg := struct {
+		Sigmask   uint64
+		SigmaskSz uint32
+		MinWait   uint32
+		TS        uint64
+	}{}
+	ts := unix.NsecToTimespec(max(timeout, 0).Nanoseconds())
+	arg.TS = uint64(uintptr(unsafe.Pointer(&ts)))
+	n := r.publish()
+	_, _, e := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(n), uintptr(want),
+		r.enterFl|enterGetEvents|enterExtArg, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
+	runtime.KeepAlive(&ts)
+	switch e {
+	case 0, unix.EAGAIN, unix.EBUSY, unix.ETIME:
+		return nil
+	case unix.EINTR:
+		return unix.EINTR
+	}
+	return fmt.Errorf("uring: io_uring_enter: %w", e)
+}
+
 // waitExt is an enter with IORING_ENTER_EXT_ARG: a wait for want completions, minWait
 // microseconds of it batched (0: none), bounded by timeout (< 0: none).
 func (r *Ring) waitExt(want int, minWait uint32, timeout time.Duration) error {

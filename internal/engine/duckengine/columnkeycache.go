@@ -46,6 +46,8 @@ type columnKeysCache struct {
 	// pgTypes: a table's declared varchar and char columns (pgtypmod.go); db is "db\x00schema"
 	pgTypes map[tableName]kept[[]pgTypedColumn]
 	reads   atomic.Uint64 // catalog reads made for lack of a kept answer (tests read it)
+	// seen, when set, is given each text a connection runs or prepares (tests count them).
+	seen atomic.Pointer[func(sqlText string)]
 }
 
 type tableName struct{ db, table string } // as a SELECT names it, table in lower case
@@ -184,6 +186,9 @@ type watchedConn struct {
 
 // around runs f, counted when sqlText may change the catalog or ends a transaction that did.
 func (c *watchedConn) around(sqlText string, f func()) {
+	if seen := c.keys.seen.Load(); seen != nil {
+		(*seen)(sqlText)
+	}
 	ends := endsTransaction(sqlText)
 	count := ends && c.changed || !ends && !keepsCatalog(sqlText)
 	if count {

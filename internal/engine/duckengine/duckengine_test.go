@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,43 @@ func drain(t *testing.T, e query.Engine, sql string, args ...any) (*arrow.Schema
 		}
 	}
 	return rows.Schema(), out, rows.Tag()
+}
+
+// sessionOn opens a session on e, closed when the test ends, and returns what runs a request
+// on it and answers the rows: each row's values by spaces, rows by sep.
+func sessionOn(t *testing.T, e query.Engine, sep string) func(q *query.Request) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := e.(engine.SessionOpener).OpenSession(ctx, &query.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return func(q *query.Request) (string, error) {
+		rows, err := s.Execute(ctx, q)
+		if err != nil {
+			return "", err
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Schema() != nil {
+			b, err := rows.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return "", err
+			}
+			for r := 0; r < int(b.NumRows()); r++ {
+				cols := make([]string, b.NumCols())
+				for c := range cols {
+					cols[c] = b.Column(c).ValueStr(r)
+				}
+				out = append(out, strings.Join(cols, " "))
+			}
+		}
+		return strings.Join(out, sep), nil
+	}
 }
 
 func TestDuckDBTypeMapping(t *testing.T) {

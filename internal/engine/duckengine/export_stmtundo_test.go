@@ -28,3 +28,9 @@ func TestMySQLSavepointStatements(t *testing.T) {
 		}
 	}
 }
+
+// SeeTexts gives f each text e's connections run or prepare, until the returned func.
+func SeeTexts(e *Engine, f func(sqlText string)) (stop func()) {
+	e.keys.seen.Store(&f)
+	return func() { e.keys.seen.Store(nil) }
+}

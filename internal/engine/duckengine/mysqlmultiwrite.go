@@ -385,7 +385,7 @@ func (w *multiWrite) run(ctx context.Context, conn *sql.Conn, inTx, foundRows bo
 		return nil, &query.Error{Code: sqlstate.SyntaxError, Message: fmt.Sprintf(
 			"wrong number of parameters: the statement has %d, %d given", w.params, len(clientArgs))}
 	}
-	if err := readJoin(ctx, conn, "CREATE OR REPLACE TEMP TABLE "+multiWriteTemp+" AS "+duck.SQL, args); err != nil {
+	if err := readJoin(ctx, conn, "CREATE OR REPLACE TEMP TABLE "+multiWriteTemp+" AS "+pinnedNow(ctx, duck.SQL), args); err != nil {
 		return nil, err
 	}
 	var matched, changed int64
@@ -400,7 +400,7 @@ func (w *multiWrite) run(ctx context.Context, conn *sql.Conn, inTx, foundRows bo
 				return nil, wrapErr(err)
 			}
 			matched += m
-			stmt = w.updateOf(k, n, types[k], onUpdate[k], bySet[k])
+			stmt = pinnedNow(ctx, w.updateOf(k, n, types[k], onUpdate[k], bySet[k]))
 		}
 		var c int64
 		exec := func() (query.Rows, error) {

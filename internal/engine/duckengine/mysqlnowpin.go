@@ -2,8 +2,8 @@ package duckengine
 
 import (
 	"context"
-	"database/sql"
 	"strings"
+	"time"
 
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -12,42 +12,54 @@ import (
 // transaction's start, so every statement of a transaction reads one time. A refused
 // statement's undo and ROLLBACK TO SAVEPOINT run the kept writes again in a new DuckDB
 // transaction (mysqlstmtundo.go), whose start is later: a row written with NOW() (or by an ON
-// UPDATE CURRENT_TIMESTAMP column) got another time than the one its client had read back,
-// and the transaction's NOW() moved. So MySQL's NOW() family reads mysqlNow: the log notes its
-// transaction's time when it keeps a statement that may write one (one read a transaction), a
-// run again sets qf_now to it for the rest of the transaction, and the transaction's end
-// resets it.
+// UPDATE CURRENT_TIMESTAMP column) would get another time than the one its client had read
+// back, and the transaction's NOW() would move.
+//
+// So in a MySQL client's transaction the NOW() family and ON UPDATE CURRENT_TIMESTAMP are
+// written as a literal, the transaction's time, which this process's clock gives the first
+// statement that names it (pinnedNow): a run again writes the same text, and learning the
+// time costs no statement. DuckDB's transaction time was read once a transaction whose kept
+// write merely contained "update" or "now" before; a reading of it after a refusal is not
+// possible, DuckDB refusing every statement of an aborted transaction. Outside a transaction
+// nothing runs again, and mysqlNow reads DuckDB's time. What still reads mysqlNow in a
+// transaction (the transaction's time not yet taken where a text is built, e.g. a statement
+// that failed before it) finds qf_now set to the literal's time once the writes run again.
 const mysqlNow = "timezone('UTC', coalesce(getvariable('qf_now'), current_timestamp))"
 
-// mayWriteNow: a MySQL client's write that may write the current time: it names one of the
-// NOW() family or updates (an ON UPDATE CURRENT_TIMESTAMP column).
-func mayWriteNow(sqlText string) bool {
-	return containsFold(sqlText, "now") || containsFold(sqlText, "current_timestamp") || containsFold(sqlText, "localtime") ||
-		containsFold(sqlText, "sysdate") || containsFold(sqlText, "utc_timestamp") || containsFold(sqlText, "update")
+// txNowKey marks a MySQL client's statement in a transaction: its value is the session's log,
+// which keeps the transaction's time.
+type txNowKey struct{}
+
+func withTxNow(ctx context.Context, l *stmtLog) context.Context {
+	return context.WithValue(ctx, txNowKey{}, l)
 }
 
-// noteNow keeps the open transaction's time, once, when q may write it.
-func (l *stmtLog) noteNow(ctx context.Context, conn *sql.Conn, sqlText string) {
-	if l.now != "" || l.lost || !mayWriteNow(sqlText) {
-		return
+// pinnedNow is sqlText with mysqlNow written as the transaction's time when ctx is a MySQL
+// client's statement in a transaction, the time taken now when the transaction has none yet.
+func pinnedNow(ctx context.Context, sqlText string) string {
+	if !strings.Contains(sqlText, mysqlNow) {
+		return sqlText
 	}
-	var now string
-	if conn.QueryRowContext(ctx, "SELECT CAST(coalesce(getvariable('qf_now'), current_timestamp) AS VARCHAR)").Scan(&now) != nil {
-		l.lose(len(l.stmts)) // it cannot be given again
-		return
+	l, _ := ctx.Value(txNowKey{}).(*stmtLog)
+	if l == nil {
+		return sqlText
 	}
-	l.now = now
+	if l.now == "" {
+		// DuckDB's current_timestamp is its own clock's, microseconds, as this one's
+		l.now = time.Now().UTC().Format("2006-01-02 15:04:05.999999") //determinism:ok a real engine's NOW() (the simulator has no DuckDB)
+	}
+	return strings.ReplaceAll(sqlText, mysqlNow, "TIMESTAMP "+sqltok.StandardString(l.now))
 }
 
-// pinNow sets the transaction's NOW() to the time its first DuckDB transaction had, before
-// the kept writes run again.
+// pinNow sets qf_now to the transaction's time, before the kept writes run again, for what
+// reads mysqlNow in the transaction.
 func (s *session) pinNow(ctx context.Context) error {
-	if s.undo.now == "" {
+	if s.undo.now == "" || s.nowPinned {
 		return nil
 	}
 	s.clean = false // a variable of the connection's
 	s.nowPinned = true
-	_, err := s.conn.ExecContext(ctx, "SET VARIABLE qf_now = CAST("+sqltok.StandardString(s.undo.now)+" AS TIMESTAMPTZ)")
+	_, err := s.conn.ExecContext(ctx, "SET VARIABLE qf_now = CAST("+sqltok.StandardString(s.undo.now+"+00")+" AS TIMESTAMPTZ)")
 	return wrapErr(err)
 }
 

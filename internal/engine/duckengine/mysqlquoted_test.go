@@ -1,12 +1,8 @@
 package duckengine_test
 
 import (
-	"context"
-	"io"
-	"strings"
 	"testing"
 
-	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -17,34 +13,14 @@ import (
 // (1451) where t alone was dropped.
 func TestMySQLQuotedInformationSchemaAndOwnDatabasesDrop(t *testing.T) {
 	e := open(t)
-	ctx := context.Background()
-	s, err := e.(engine.SessionOpener).OpenSession(ctx, &query.Request{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	session := sessionOn(t, e, ",")
 	db := ""
 	run := func(sql string) string {
-		t.Helper()
-		rows, err := s.Execute(ctx, &query.Request{SQL: sql, Protocol: query.ProtocolMySQL, Database: db})
+		out, err := session(&query.Request{SQL: sql, Protocol: query.ProtocolMySQL, Database: db})
 		if err != nil {
 			return "error: " + err.Error()
 		}
-		defer rows.Close()
-		var out []string
-		for rows.Schema() != nil {
-			b, err := rows.Next(ctx)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return "error: " + err.Error()
-			}
-			for r := 0; r < int(b.NumRows()); r++ {
-				out = append(out, b.Column(0).ValueStr(r))
-			}
-		}
-		return strings.Join(out, ",")
+		return out
 	}
 	db = run("select database()")
 	for _, stmt := range []string{"create table pa (id int primary key)", "create table ch (id int, p int, foreign key (p) references pa (id))"} {

@@ -70,8 +70,7 @@ type stmtLog struct {
 	depth int
 	// snaps numbers the user variables' copies (mysqlundovars.go).
 	snaps int
-	// now is the transaction's NOW() as its first DuckDB transaction read it ("": not kept;
-	// mysqlnowpin.go).
+	// now is the transaction's NOW(), UTC ("": not taken yet; mysqlnowpin.go).
 	now string
 }
 
@@ -130,6 +129,9 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		return rows, err
 	}
 	inTx := s.status == 'T'
+	if inTx {
+		ctx = withTxNow(ctx, &s.undo) // mysqlnowpin.go
+	}
 	var ids *stmtIDs
 	var vars *varSnapshot
 	varsKept := true
@@ -153,10 +155,6 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 		s.undo.lose(len(s.undo.stmts))
 	case err == nil:
 		s.undo.keep(q, ids, rows, vars)
-		if changesData(q.SQL) && s.undo.now == "" && mayWriteNow(q.SQL) {
-			s.holdLast(ctx)                    // a RETURNING's rows would end with the read
-			s.undo.noteNow(ctx, s.conn, q.SQL) // mysqlnowpin.go
-		}
 	}
 	return rows, err
 }
@@ -196,7 +194,7 @@ func (s *session) endDiffered(ctx context.Context, q *query.Request) (query.Rows
 // changes another number of rows than the first time (another client committed between) rolls
 // the whole transaction back (errReplayDiffers).
 func (s *session) replay(ctx context.Context) error {
-	ctx = context.WithoutCancel(ctx) // a cancelled statement is undone too (MariaDB's 1317, 1969)
+	ctx = withTxNow(context.WithoutCancel(ctx), &s.undo) // a cancelled statement is undone too (MariaDB's 1317, 1969)
 	s.holdLast(ctx)
 	s.undo.settleTag()
 	if s.exec(ctx, "ROLLBACK") != nil || s.exec(ctx, "BEGIN TRANSACTION") != nil {

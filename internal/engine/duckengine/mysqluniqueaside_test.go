@@ -1,12 +1,9 @@
 package duckengine_test
 
 import (
-	"context"
-	"io"
 	"strings"
 	"testing"
 
-	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -45,37 +42,13 @@ func TestMySQLUniqueIndexKeptAroundCascadeAndAlter(t *testing.T) {
 // the rows (values by spaces, rows by ", "), or "error: " and the error.
 func mysqlSession(t *testing.T, e query.Engine) func(sql string) string {
 	t.Helper()
-	ctx := context.Background()
-	s, err := e.(engine.SessionOpener).OpenSession(ctx, &query.Request{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	run := sessionOn(t, e, ", ")
 	return func(sql string) string {
-		t.Helper()
-		rows, err := s.Execute(ctx, &query.Request{SQL: sql, Protocol: query.ProtocolMySQL})
+		out, err := run(&query.Request{SQL: sql, Protocol: query.ProtocolMySQL})
 		if err != nil {
 			return "error: " + err.Error()
 		}
-		defer rows.Close()
-		var out []string
-		for rows.Schema() != nil {
-			b, err := rows.Next(ctx)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return "error: " + err.Error()
-			}
-			for r := 0; r < int(b.NumRows()); r++ {
-				var cols []string
-				for c := 0; c < int(b.NumCols()); c++ {
-					cols = append(cols, b.Column(c).ValueStr(r))
-				}
-				out = append(out, strings.Join(cols, " "))
-			}
-		}
-		return strings.Join(out, ", ")
+		return out
 	}
 }
 

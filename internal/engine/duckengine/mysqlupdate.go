@@ -70,7 +70,7 @@ func mysqlUpdate(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 	}
 	if sets := onUpdateSets(u, onUpdate, types, changes); sets != "" {
 		c := *q
-		c.SQL = q.SQL[:u.setsEnd] + sets + q.SQL[u.setsEnd:]
+		c.SQL = q.SQL[:u.setsEnd] + pinnedNow(ctx, sets) + q.SQL[u.setsEnd:] // mysqlnowpin.go
 		q = &c
 	}
 	leavable.sqlText = q.SQL // the assignments' places stand: the ON UPDATE ones follow them

@@ -129,6 +129,10 @@ func (s *session) executeStatement(ctx context.Context, q *query.Request) (query
 		s.fail()
 		return nil, err
 	}
+	if pinned := pinnedNow(ctx, q.SQL); pinned != q.SQL { // a MySQL transaction's NOW() (mysqlnowpin.go)
+		c := *q
+		c.SQL, q = pinned, &c
+	}
 	q = s.e.currvals.written(client, q)
 	if rows, handled, err := s.setConstraints(ctx, client); handled { // pgdeferred.go
 		return rows, err

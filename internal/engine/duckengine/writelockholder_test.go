@@ -1,13 +1,9 @@
 package duckengine_test
 
 import (
-	"context"
-	"io"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -18,33 +14,10 @@ import (
 // writers on a busy machine run early and fail 40001 on the row the holder still held.
 func TestAWriterWaitsForAHolderAtWork(t *testing.T) {
 	e := open(t)
-	ctx := context.Background()
 	session := func() func(string) (string, error) {
-		s, err := e.(engine.SessionOpener).OpenSession(ctx, &query.Request{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
+		run := sessionOn(t, e, ",")
 		return func(sql string) (string, error) {
-			rows, err := s.Execute(ctx, &query.Request{SQL: sql, Protocol: query.ProtocolPostgres})
-			if err != nil {
-				return "", err
-			}
-			defer rows.Close()
-			var out []string
-			for rows.Schema() != nil {
-				b, err := rows.Next(ctx)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					return "", err
-				}
-				for r := 0; r < int(b.NumRows()); r++ {
-					out = append(out, b.Column(0).ValueStr(r))
-				}
-			}
-			return strings.Join(out, ","), nil
+			return run(&query.Request{SQL: sql, Protocol: query.ProtocolPostgres})
 		}
 	}
 	a, b := session(), session()

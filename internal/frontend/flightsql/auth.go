@@ -3,7 +3,6 @@ package flightsql
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
@@ -135,7 +135,7 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 	if s.opts.Gate != nil && c.Token == "" {
 		trusted, err := s.opts.Gate.Admit(login)
 		if err != nil {
-			return "", gateStatus(err)
+			return "", s.gateStatus(login, err)
 		}
 		if trusted && c.User != "" {
 			return c.User, nil
@@ -154,22 +154,23 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 	if s.opts.Gate != nil {
 		login.User = user
 		if err := s.opts.Gate.Verified(login); err != nil {
-			return "", gateStatus(err)
+			return "", s.gateStatus(login, err)
 		}
 	}
 	return user, nil
 }
 
-// gateStatus is the gRPC status of a Gate's refusal.
-func gateStatus(err error) error {
-	var qe *query.Error
-	if errors.As(err, &qe) {
-		if qe.Code == query.CodeNotConfigured {
-			return status.Error(codes.Unavailable, qe.Message)
-		}
-		return status.Error(codes.Unauthenticated, qe.Message)
+// gateStatus is the gRPC status of a Gate's refusal of login; a Gate that failed rather than
+// refused is logged, and the client is told only that the login failed.
+func (s *Server) gateStatus(login query.Login, err error) error {
+	qe, failed := query.GateRefusal(err)
+	if failed {
+		s.log.Error("flightsql: login refused: the gate failed", "user", login.User, "remote", login.ClientAddr, "err", config.RedactURL(err.Error()))
 	}
-	return status.Error(codes.Unauthenticated, "authentication failed")
+	if qe.Code == query.CodeNotConfigured {
+		return status.Error(codes.Unavailable, qe.Message)
+	}
+	return status.Error(codes.Unauthenticated, qe.Message)
 }
 
 // isTLS: the call came over an encrypted connection.

@@ -2,6 +2,7 @@ package mysqlwire
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -158,5 +159,33 @@ func TestHashOnlyAndEmptyPasswordUsersLogIn(t *testing.T) {
 	}
 	if n := s.panics.Load(); n != 0 {
 		t.Fatalf("%d panics while logging in", n)
+	}
+}
+
+// TestAGateThatFailsTellsTheClientNothingOfIt: under both auth methods, a Gate that fails at
+// Admit or at Verified (an error that is not a query.Error: here one naming its store's
+// address and password) refuses the login with 1045 "authentication failed"; its text reaches
+// the log, the store's password hidden, and never the client.
+func TestAGateThatFailsTellsTheClientNothingOfIt(t *testing.T) {
+	failure := errors.New("policy store postgres://qf:s3cretpw@10.9.8.7/policy: connection refused")
+	gate := &frontendtest.RecordingGate{Refuse: map[string]error{"bob": failure}, RefuseVerified: map[string]error{"alice": failure}}
+	backend := frontendtest.NewBackend(withDatabaseTest(frontendtest.AllTypesEngine()))
+	for _, method := range []string{gomysql.AUTH_NATIVE_PASSWORD, gomysql.AUTH_CACHING_SHA2_PASSWORD} {
+		var log frontendtest.SyncBuffer
+		addr := startServer(t, backend, Options{Gate: gate, Users: StaticUsers{"alice": "pw", "bob": "pw"}, AuthMethod: method,
+			TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t)), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		for _, user := range []string{"bob", "alice"} { // refused at Admit, at Verified
+			err := openDB(t, addr, user, "pw", "", "tls=skip-verify").Ping()
+			var me *mysql.MySQLError
+			if !errors.As(err, &me) || me.Number != 1045 || me.Message != "authentication failed" {
+				t.Errorf("%s, %s, the Gate failing: %v; want 1045 \"authentication failed\"", method, user, err)
+			}
+			if err != nil && (strings.Contains(err.Error(), "10.9.8.7") || strings.Contains(err.Error(), "s3cretpw")) {
+				t.Errorf("%s, %s: the client was told the Gate's failure: %v", method, user, err)
+			}
+		}
+		if got := log.String(); strings.Count(got, "10.9.8.7") < 2 || strings.Contains(got, "s3cretpw") {
+			t.Errorf("%s: the log: %s; want the Gate's failure at each login, without the store's password", method, got)
+		}
 	}
 }

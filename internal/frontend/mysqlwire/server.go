@@ -30,6 +30,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/server"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/rawconn"
@@ -361,9 +362,19 @@ func (s *Server) admit(user string, remote net.Addr, secure bool) (bool, error) 
 	query.AwaitReady(s.ctx, s.backend) // a starting node holds the login for its first configuration
 	ok, err := s.opts.Gate.Admit(s.login(user, remote, secure))
 	if err != nil {
-		return false, toMySQLError(err)
+		return false, s.gateRefused(user, remote, err)
 	}
 	return ok, nil
+}
+
+// gateRefused is the client's answer to a Gate's refusal err of user's login; a Gate that
+// failed rather than refused is logged, and the client is told only that the login failed.
+func (s *Server) gateRefused(user string, remote net.Addr, err error) error {
+	qe, failed := query.GateRefusal(err)
+	if failed {
+		s.log.Error("mysqlwire: login refused: the gate failed", "user", user, "remote", remote.String(), "err", config.RedactURL(err.Error()))
+	}
+	return toMySQLError(qe)
 }
 
 // login is what the Gate is told about a login.
@@ -377,7 +388,7 @@ func (s *Server) verified(user string, remote net.Addr, secure bool) error {
 		return nil
 	}
 	if err := s.opts.Gate.Verified(s.login(user, remote, secure)); err != nil {
-		return toMySQLError(err)
+		return s.gateRefused(user, remote, err)
 	}
 	return nil
 }

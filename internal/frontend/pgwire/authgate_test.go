@@ -132,8 +132,8 @@ func TestGateIsToldWhatEachLoginIs(t *testing.T) {
 	}
 	_, verifies, fails := gate.Reset()
 	wantLogins("Verified after a wrong password", verifies, 0, "", false, false)
-	if len(fails) != 1 || fails[0].User != "alice" || !strings.HasPrefix(fails[0].ClientAddr, "127.0.0.1:") {
-		t.Fatalf("a wrong password was told as %+v, want one failure of alice", fails)
+	if len(fails) != 1 || fails[0].User != "alice" || !strings.HasPrefix(fails[0].ClientAddr, "127.0.0.1:") || fails[0].Cleartext {
+		t.Fatalf("a wrong password was told as %+v, want one failure of alice, a SCRAM proof (not cleartext) as Admit was told", fails)
 	}
 	if f := users.TakeFailed(); len(f) != 1 || f[0] != "alice" {
 		t.Fatalf("the Authenticator was told of failures %v, want [alice]", f)
@@ -141,7 +141,7 @@ func TestGateIsToldWhatEachLoginIs(t *testing.T) {
 	if err := pgLogin(url("bob", "wrong", "disable")); sqlstateOf(err) != "28P01" {
 		t.Fatalf("bob, wrong password: %v", err)
 	}
-	if _, _, fails := gate.Reset(); len(fails) != 1 || fails[0].User != "bob" {
+	if _, _, fails := gate.Reset(); len(fails) != 1 || fails[0].User != "bob" || !fails[0].Cleartext {
 		t.Fatalf("bob's wrong password was told as %+v", fails)
 	}
 	if f := users.TakeFailed(); len(f) != 1 || f[0] != "bob" {
@@ -589,5 +589,36 @@ func TestARefusedLoginEndsTheConnection(t *testing.T) {
 		}
 		c.wantEnd(tc.user + " refused")
 		nc.Close()
+	}
+}
+
+// gateFailure is a Gate's own failure (not a refusal written for clients): its text names where
+// the policy lives and the password of the store it reads, which no client may see and the log
+// may show only without the password.
+var gateFailure = errors.New("policy store postgres://qf:s3cretpw@10.9.8.7/policy: connection refused")
+
+// TestAGateThatFailsTellsTheClientNothingOfIt: a Gate that fails at Admit or at Verified (an
+// error that is not a query.Error) refuses the login with 28000 "authentication failed"; its
+// text reaches the log, the store's password hidden, and never the client.
+func TestAGateThatFailsTellsTheClientNothingOfIt(t *testing.T) {
+	gate := &frontendtest.RecordingGate{
+		Refuse:         map[string]error{"bob": gateFailure},
+		RefuseVerified: map[string]error{"alice": gateFailure},
+	}
+	var log frontendtest.SyncBuffer
+	users := bothUsers{NewStaticUsers(map[string]string{"alice": "pw"}, true), NewStaticUsers(map[string]string{"bob": "pw"}, false)}
+	addr := serveStub(t, Options{Gate: gate, Authenticator: users, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	for _, user := range []string{"bob", "alice"} { // refused at Admit, at Verified
+		err := pgLogin(fmt.Sprintf("postgres://%s:pw@%s/d?sslmode=disable", user, addr))
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "28000" || pe.Message != "authentication failed" {
+			t.Errorf("%s, the Gate failing: %v; want 28000 \"authentication failed\"", user, err)
+		}
+		if err != nil && (strings.Contains(err.Error(), "10.9.8.7") || strings.Contains(err.Error(), "s3cretpw")) {
+			t.Errorf("%s: the client was told the Gate's failure: %v", user, err)
+		}
+	}
+	if got := log.String(); strings.Count(got, "10.9.8.7") != 2 || strings.Contains(got, "s3cretpw") {
+		t.Errorf("the log: %s; want the Gate's failure twice, without the store's password", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/netlimit"
@@ -554,12 +555,13 @@ func (c *conn) login(scram bool) query.Login {
 
 // refused ends the connection with the Gate's refusal.
 func (c *conn) refused(err error) error {
-	c.srv.log.Info("pgwire: login refused", "user", c.user, "remote", c.nc.RemoteAddr().String(), "err", err)
-	code, msg := query.CodeAuthRefused, err.Error()
-	if qe, isQE := err.(*query.Error); isQE {
-		code, msg = qe.Code, qe.Message
+	qe, failed := query.GateRefusal(err)
+	if failed {
+		c.srv.log.Error("pgwire: login refused: the gate failed", "user", c.user, "remote", c.nc.RemoteAddr().String(), "err", config.RedactURL(err.Error()))
+	} else {
+		c.srv.log.Info("pgwire: login refused", "user", c.user, "remote", c.nc.RemoteAddr().String(), "err", qe.Message)
 	}
-	return c.fatal(code, msg)
+	return c.fatal(qe.Code, qe.Message)
 }
 
 // trusted asks the Gate, else TrustUsers, whether the client logs in without a password.
@@ -624,18 +626,19 @@ func (c *conn) authCleartext(a Authenticator) error {
 	}
 	pw, ok := msg.(*pgproto3.PasswordMessage)
 	if !ok || !a.CheckPassword(c.user, pw.Password) {
-		return c.authFailed()
+		return c.authFailed(false)
 	}
 	return nil
 }
 
-func (c *conn) authFailed() error {
+// authFailed ends a login whose password was wrong; scram tells the Gate which way it came.
+func (c *conn) authFailed(scram bool) error {
 	c.srv.log.Info("pgwire: authentication failed", "user", c.user, "remote", c.nc.RemoteAddr().String())
 	if fo, ok := c.srv.opts.Authenticator.(FailureObserver); ok {
 		fo.AuthFailed(c.user)
 	}
 	if g := c.srv.opts.Gate; g != nil {
-		query.LoginFailed(g, c.login(false))
+		query.LoginFailed(g, c.login(scram))
 	}
 	return c.fatal(sqlstate.InvalidPassword, fmt.Sprintf("password authentication failed for user %q", c.user))
 }
@@ -646,7 +649,7 @@ func (c *conn) authSCRAM(verifier string, mock bool) error {
 	v, err := parseSCRAMVerifier(verifier)
 	if err != nil {
 		c.srv.log.Error("pgwire: stored SCRAM verifier unusable", "user", c.user, "err", err)
-		return c.authFailed()
+		return c.authFailed(true)
 	}
 	c.be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{"SCRAM-SHA-256"}})
 	if err := c.flush(); err != nil {
@@ -681,7 +684,7 @@ func (c *conn) authSCRAM(verifier string, mock bool) error {
 	}
 	serverFinal, err := sc.final(string(resp.Data))
 	if err != nil || mock {
-		return c.authFailed()
+		return c.authFailed(true)
 	}
 	c.be.Send(&pgproto3.AuthenticationSASLFinal{Data: []byte(serverFinal)})
 	return nil

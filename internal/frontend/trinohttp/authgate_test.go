@@ -2,6 +2,8 @@ package trinohttp
 
 import (
 	"crypto/tls"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -188,5 +190,34 @@ func TestAQueryIsFollowedByItsLink(t *testing.T) {
 		if resp, _ := do(t, get); resp.StatusCode != http.StatusNotFound {
 			t.Fatalf("bob following alice's query: %d, want 404", resp.StatusCode)
 		}
+	}
+}
+
+// TestAGateThatFailsTellsTheClientNothingOfIt: a Gate that fails at Admit or at Verified (an
+// error that is not a query.Error: here one naming its store's address and password) refuses
+// the request 403 "authentication failed"; its text reaches the log, the store's password
+// hidden, and never the client.
+func TestAGateThatFailsTellsTheClientNothingOfIt(t *testing.T) {
+	failure := errors.New("policy store postgres://qf:s3cretpw@10.9.8.7/policy: connection refused")
+	gate := &frontendtest.RecordingGate{Refuse: map[string]error{"bob": failure}, RefuseVerified: map[string]error{"alice": failure}}
+	var log frontendtest.SyncBuffer
+	s, err := NewServer(frontendtest.NewBackend(frontendtest.AllTypesEngine()), Options{Gate: gate,
+		Auth: passwords{"alice": "pw", "bob": "pw"}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, user := range []string{"bob", "alice"} { // refused at Admit, at Verified
+		req := httptest.NewRequest(http.MethodPost, "/v1/statement", strings.NewReader("SELECT 1"))
+		req.SetBasicAuth(user, "pw")
+		req.TLS = &tls.ConnectionState{HandshakeComplete: true}
+		w := httptest.NewRecorder()
+		s.routes().ServeHTTP(w, req)
+		if body := w.Body.String(); w.Code != http.StatusForbidden || strings.TrimSpace(body) != "28000: authentication failed" {
+			t.Errorf("%s, the Gate failing: %d %q; want 403 \"28000: authentication failed\" and nothing of the failure", user, w.Code, body)
+		}
+	}
+	if got := log.String(); strings.Count(got, "10.9.8.7") != 2 || strings.Contains(got, "s3cretpw") {
+		t.Errorf("the log: %s; want the Gate's failure twice, without the store's password", got)
 	}
 }

@@ -61,7 +61,7 @@ func TestQueryIDForm(t *testing.T) {
 	defer s.Close()
 	form := regexp.MustCompile(`^[0-9]{8}_[0-9]{6}_([0-9]{5})_[0-9a-f]{6}$`)
 	for i := 1; i <= 100002; i++ {
-		id, slug := s.newID()
+		id, slug := s.newID(time.Now())
 		m := form.FindStringSubmatch(id)
 		if m == nil || m[1] != fmt.Sprintf("%05d", i%100000) || !strings.HasPrefix(slug, "y") {
 			t.Fatalf("query %d: id %q slug %q", i, id, slug)
@@ -76,7 +76,7 @@ func TestSlugsAreUniqueAcrossRandomRefills(t *testing.T) {
 	s := &Server{}
 	seen := map[string]bool{}
 	for i := range 2000 {
-		id, slug := s.newID()
+		id, slug := s.newID(time.Now())
 		if seen[slug] || strings.Trim(slug, "y0") == "" || strings.HasSuffix(id, "_000000") {
 			t.Fatalf("statement %d: id %q, slug %q (seen before: %v)", i, id, slug, seen[slug])
 		}

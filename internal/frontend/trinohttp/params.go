@@ -234,6 +234,8 @@ func preparedStatements(headers []string) map[string]string {
 //     which routing rules see like any X-Trino- header. RESET SESSION name: X-Trino-Clear-Session.
 //   - USE [catalog.]schema: X-Trino-Set-Catalog and X-Trino-Set-Schema; the client sends them
 //     back as X-Trino-Catalog and X-Trino-Schema (useStatement), once the schema is found (use.go).
+//   - SET PATH [catalog.]schema[, ...]: X-Trino-Set-Path; the client sends it back as
+//     X-Trino-Path (setPathStatement).
 //
 // ok is false for any other statement, and for a SET SESSION whose value is not a literal;
 // err is the statement's failure when it is one of these but cannot be answered.
@@ -263,6 +265,9 @@ func sessionStatement(req *query.Request) (update string, header http.Header, ok
 		}
 		return "DEALLOCATE", http.Header{"X-Trino-Deallocated-Prepare": {name}}, true, nil
 	case strings.EqualFold(verb, "SET"):
+		if p.keyword("PATH") {
+			return setPathStatement(req, p)
+		}
 		if !p.keyword("SESSION") {
 			return "", nil, false, nil
 		}
@@ -309,6 +314,93 @@ func useStatement(req *query.Request) (string, http.Header, bool, error) {
 	}
 	return "USE", h, true, nil
 }
+
+// setPathStatement reads the rest of SET PATH element[, ...] (each element schema or
+// catalog.schema) and answers it as Trino's SetPathTask does: X-Trino-Set-Path carries the
+// path's text as Trino's parser prints it (each name as written, a quoted one quoted again,
+// the elements joined by ", "), which clients keep and send back as X-Trino-Path. Trino
+// refuses it to a client that did not declare the PATH capability, and an element without a
+// catalog when the client has none; whether a catalog exists is the engine's to say, as for
+// USE. A path it cannot read is not answered here (ok false).
+func setPathStatement(req *query.Request, p *literalParser) (string, http.Header, bool, error) {
+	var b strings.Builder
+	withoutCatalog := false
+	for {
+		name, ok := p.pathName()
+		if !ok {
+			return "", nil, false, nil
+		}
+		b.WriteString(name)
+		if p.take('.') {
+			if name, ok = p.pathName(); !ok {
+				return "", nil, false, nil
+			}
+			b.WriteByte('.')
+			b.WriteString(name)
+		} else {
+			withoutCatalog = true
+		}
+		if !p.take(',') {
+			break
+		}
+		b.WriteString(", ")
+	}
+	switch {
+	case !p.end():
+		return "", nil, false, nil
+	case !hasCapability(req.Headers["X-Trino-Client-Capabilities"], "PATH"):
+		return "", nil, true, errPathNotSupported
+	case withoutCatalog && req.Database == "":
+		return "", nil, true, errPathMissingCatalog
+	}
+	return "SET PATH", http.Header{"X-Trino-Set-Path": {b.String()}}, true, nil
+}
+
+// pathName reads one name of a path element as Trino's lexer reads an identifier: ASCII
+// letters, digits and '_' not starting with a digit, kept as written; or a "quoted" name (""
+// for a quote inside, not empty), printed quoted again as Trino prints a delimited identifier.
+func (p *literalParser) pathName() (string, bool) {
+	p.space()
+	start := p.pos
+	if p.pos < len(p.s) && p.s[p.pos] == '"' {
+		for p.pos++; p.pos < len(p.s); p.pos++ {
+			if p.s[p.pos] != '"' {
+				continue
+			}
+			if p.pos+1 < len(p.s) && p.s[p.pos+1] == '"' {
+				p.pos++
+				continue
+			}
+			p.pos++
+			return p.s[start:p.pos], p.pos-start > 2
+		}
+		return "", false
+	}
+	for ; p.pos < len(p.s); p.pos++ {
+		c := p.s[p.pos]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || p.pos > start && '0' <= c && c <= '9') {
+			break
+		}
+	}
+	return p.s[start:p.pos], p.pos > start
+}
+
+// hasCapability reports whether a client's X-Trino-Client-Capabilities (names separated by
+// commas) declares name.
+func hasCapability(capabilities, name string) bool {
+	for c := range strings.SplitSeq(capabilities, ",") {
+		if strings.TrimSpace(c) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Trino's answers to a SET PATH it refuses.
+var (
+	errPathNotSupported   = &trinoFailure{codeNotSupported, "SET PATH not supported by client"}
+	errPathMissingCatalog = &trinoFailure{trinoCode{56, "MISSING_CATALOG_NAME", "USER_ERROR"}, "Catalog must be specified for each path element when session catalog is not set"}
+)
 
 // errMissingCatalog is Trino's answer to USE schema from a client without a catalog.
 var errMissingCatalog = &trinoFailure{trinoCode{56, "MISSING_CATALOG_NAME", "USER_ERROR"}, "Catalog must be specified when session catalog is not set"}

@@ -110,8 +110,8 @@ func (q *runningQuery) stale(now time.Time, abandonAfter time.Duration) (drop, a
 // start registers a query and returns it with what runs it (nil when nothing is to run: it
 // failed or was answered at once).
 func (s *Server) start(req *query.Request) (*runningQuery, func()) {
-	id, slug := s.newID()
 	now := time.Now()
+	id, slug := s.newID(now)
 	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now,
 		state: stateQueued, lastToken: -1, lastAccess: now}
 	// The query's own context, which the core takes as the engine's (query.WithStop) rather
@@ -595,7 +595,8 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	}()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.lastAccess = time.Now()
+	now := time.Now() // the poll's access, and the elapsed time its page tells
+	q.lastAccess = now
 	if token == q.lastToken && q.lastPage != nil {
 		return q.lastPage, http.StatusOK, q.lastFinal, nil
 	}
@@ -639,7 +640,7 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if !final && state != stateQueued {
 		state = stateRunning
 	}
-	elapsed := time.Since(q.created).Milliseconds()
+	elapsed := now.Sub(q.created).Milliseconds()
 	res.Stats = Stats{State: state, Queued: state == stateQueued, Scheduled: state != stateQueued, Nodes: 1,
 		ProcessedRows: q.processed, ElapsedTimeMillis: elapsed, WallTimeMillis: elapsed}
 	if final {

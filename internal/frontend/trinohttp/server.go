@@ -37,6 +37,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/certs"
+	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/httplite"
 	"github.com/queryflux/queryflux/internal/netlimit"
@@ -549,7 +550,7 @@ func (s *Server) login(r *http.Request) (string, int, error) {
 	if s.opts.Gate != nil {
 		trusted, err := s.opts.Gate.Admit(login)
 		if err != nil {
-			return "", gateStatus(err), err
+			return "", gateStatus(err), s.gateRefused(login, err)
 		}
 		if trusted && user != "" {
 			return user, 0, nil
@@ -579,13 +580,23 @@ func (s *Server) login(r *http.Request) (string, int, error) {
 	if s.opts.Gate != nil {
 		login.User = authed
 		if err := s.opts.Gate.Verified(login); err != nil {
-			return "", gateStatus(err), err
+			return "", gateStatus(err), s.gateRefused(login, err)
 		}
 	}
 	if headerUser != "" && headerUser != authed {
 		return "", http.StatusForbidden, fmt.Errorf("user %q may not run queries as %q", authed, headerUser)
 	}
 	return authed, 0, nil
+}
+
+// gateRefused is what the client of login is told of the Gate's refusal err; a Gate that
+// failed rather than refused is logged, and the client is told only that the login failed.
+func (s *Server) gateRefused(login query.Login, err error) error {
+	qe, failed := query.GateRefusal(err)
+	if failed {
+		s.log.Error("trinohttp: login refused: the gate failed", "user", login.User, "remote", login.ClientAddr, "err", config.RedactURL(err.Error()))
+	}
+	return qe
 }
 
 // gateStatus is the HTTP status of a Gate's refusal.
@@ -698,11 +709,12 @@ func (s *Server) client(r *http.Request) (client, error) {
 }
 
 // newID makes a Trino-style query id: date_time_sequence_random, and on a worker _owner
-// (forward.OwnerID), which tells any worker of the fleet where the query runs.
-func (s *Server) newID() (id, slug string) {
+// (forward.OwnerID), which tells any worker of the fleet where the query runs. now is the
+// time the query is made.
+func (s *Server) newID(now time.Time) (id, slug string) {
 	var b [10]byte
 	s.random.read(b[:])
-	buf := append(make([]byte, 0, 64), s.idTimeNow()...)
+	buf := append(make([]byte, 0, 64), s.idTimeAt(now)...)
 	buf = strconv.AppendUint(buf, 100000+s.seq.Add(1)%100000, 10)
 	buf = append(buf[:len(buf)-6], buf[len(buf)-5:]...) // the sequence in five digits, zero-padded
 	buf = hex.AppendEncode(append(buf, '_'), b[:3])
@@ -720,9 +732,8 @@ type idTimeText struct {
 	text []byte
 }
 
-// idTimeNow is the date and time part of an id made now, formatted once a second.
-func (s *Server) idTimeNow() []byte {
-	now := time.Now()
+// idTimeAt is the date and time part of an id made at now, formatted once a second.
+func (s *Server) idTimeAt(now time.Time) []byte {
 	if t := s.idTime.Load(); t != nil && t.sec == now.Unix() {
 		return t.text
 	}
