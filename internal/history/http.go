@@ -48,7 +48,7 @@ type Ingest struct {
 	onRefused func(reason string, n int) // nil: refused records are only answered and logged
 	// onBatchRefused is told of a whole batch refused before it was read as one: nil, answered only.
 	onBatchRefused func(reason string, err error)
-	gate      Gate                       // nil: a record may name any cluster, group and user
+	gate           Gate // nil: a record may name any cluster, group and user
 }
 
 // OnRefused makes the handler call fn with the number of records of each batch refused, and
