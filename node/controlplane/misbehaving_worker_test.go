@@ -15,7 +15,7 @@ import (
 // the lease and history endpoints what it should not: a renewal of its own lease after the
 // sweep took it, a renewal and a release of another worker's lease, a lease of a cluster the
 // configuration does not have, garbage bodies, a renewal batch past its bound, a malformed lease
-// id, a history batch that is none; and requests under a token of no session. Each is refused
+// id, a history batch that is none or of another media type; and requests under a token of no session. Each is refused
 // with its status and a message naming what was wrong, counted in its metric
 // (queryflux_capacity_refused_total{op,reason} or
 // queryflux_controlplane_worker_requests_refused_total{endpoint,reason}) and logged, at most one
@@ -74,6 +74,8 @@ func TestAMisbehavingWorkersRefusalsAreCountedAndLogged(t *testing.T) {
 			`{"lease":` + ref(gl.Lease) + `,"ttlMillis":30000}`, 401, "", counted{"", "POST " + capacity.PathRenew + " unauthorized"}},
 		{"a history batch under a token of no session", forged, history.PathWorkerHistory, history.MediaQueryRecords,
 			`{"batchId":"b1","records":[]}`, 401, "register again", counted{"", "POST " + history.PathWorkerHistory + " unauthorized"}},
+		{"a history batch of another media type", rogue, history.PathWorkerHistory, "text/plain",
+			`{"batchId":"b1","records":[]}`, 415, "Content-Type", counted{"", "POST " + history.PathWorkerHistory + " bad_request"}},
 		{"a history batch that is none", rogue, history.PathWorkerHistory, history.MediaQueryRecords,
 			`{"batchId":"b1","records":"everything"}`, 400, "records", counted{"", "POST " + history.PathWorkerHistory + " bad_request"}},
 	}
@@ -124,7 +126,7 @@ func TestAMisbehavingWorkersRefusalsAreCountedAndLogged(t *testing.T) {
 	h.cp.logRefused(h.e.Now())
 	h.do("POST", capacity.PathAcquire, rogue, capacity.MediaJSON, `{"cluster":["c1"]}`)
 	log := h.e.logs.String()
-	if lines(garbage)-g0 != 1 || !strings.Contains(log, "refused=21 ") || lines(unknown)-u0 != 1 || !strings.Contains(log, "refused=23 ") {
+	if lines(garbage)-g0 != 1 || !strings.Contains(log, "refused=21 ") || lines(unknown)-u0 != 1 || !strings.Contains(log, "refused=24 ") {
 		t.Errorf("a minute on, the log: %s\nwant one line of each kind counting the refusals since", log)
 	}
 	for _, kind := range []string{"reason=stale", "another worker's lease", "unknown cluster", "reason=invalid",
