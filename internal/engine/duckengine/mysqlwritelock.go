@@ -139,52 +139,31 @@ func (s *session) mysqlLockBudget(ctx context.Context) time.Duration {
 // budget() passed or the holder sat idle for unlockedAfter, and the statement runs without it;
 // waited is how long it waited.
 func (e *Engine) mysqlTakeWrites(ctx context.Context, budget func() time.Duration, nowait bool) (waited time.Duration, err error) {
-	select {
-	case e.writes.ch() <- struct{}{}:
+	if e.writes.tryTake() {
 		return 0, nil
-	default:
 	}
-	if nowait {
-		return 0, errMySQLLockWait
-	}
-	wait := budget()
-	if wait == 0 { // innodb_lock_wait_timeout 0: no wait, but a conflict's (waitWrites)
-		return 0, errUnlocked
+	w := lockWait{nowait: true, busy: errMySQLLockWait, idle: true, lockTimedOut: errUnlocked, canceled: mysqlCanceled}
+	if !nowait {
+		// innodb_lock_wait_timeout 0: no wait (but a conflict's, waitWrites); past the
+		// budget, as past the idle bound, the statement runs and sees.
+		w.lockTimeout = budget()
+		w.nowait, w.busy = w.lockTimeout == 0, errUnlocked
 	}
 	start := time.Now() //determinism:ok a real engine's lock wait (the simulator has no DuckDB)
-	err = e.writes.take(ctx, wait, 0, false, "")
-	waited = time.Since(start) //determinism:ok as above
-	switch {
-	case err == errLockTimeout: // shorter than unlockedAfter: run and see, as past that bound
-		return waited, errUnlocked
-	case err != nil && err != errUnlocked && ctx.Err() != nil:
-		return waited, ctx.Err() // KILL QUERY, the client gone: the frontend's 1317
-	}
-	return waited, err
+	err = e.writes.wait(ctx, w)
+	return time.Since(start), err //determinism:ok as above
 }
+
+// mysqlCanceled: KILL QUERY, the client gone: the frontend's 1317.
+func mysqlCanceled(ctx context.Context) error { return ctx.Err() }
 
 // waitWrites waits for the write lock without unlockedAfter's bound: until it is free, for
 // at most budget (then MariaDB's 1205), or until ctx ends.
 func (e *Engine) waitWrites(ctx context.Context, budget time.Duration) error {
-	ch := e.writes.ch()
-	select {
-	case ch <- struct{}{}:
-		return nil
-	default:
-	}
-	if budget <= 0 {
-		return errMySQLLockWait
-	}
-	t := time.NewTimer(budget) //determinism:ok a real engine's lock wait (the simulator has no DuckDB)
-	defer t.Stop()
-	select {
-	case ch <- struct{}{}:
-		return nil
-	case <-t.C:
-		return errMySQLLockWait
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return e.writes.wait(ctx, lockWait{
+		lockTimeout: budget, nowait: budget <= 0,
+		busy: errMySQLLockWait, lockTimedOut: errMySQLLockWait, canceled: mysqlCanceled,
+	})
 }
 
 // mysqlWriteTurn takes the write lock for a MySQL client's statement in the session, as

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,8 +33,9 @@ import (
 //
 // A plain INSERT takes no lock: PostgreSQL never makes one wait for another transaction's
 // writes but on a unique key, and DuckDB appends from concurrent transactions without conflict.
-// A writer whose lock holder sat idle for unlockedAfter (no statement of the holder ran or
-// ended in that time) runs the statement without the lock, as DuckDB would: one client that
+// A writer whose lock holder sat idle for unlockedAfter (nothing of the holder's under way, no
+// statement running and no result still being read, and nothing begun or ended in that time)
+// runs the statement without the lock, as DuckDB would: one client that
 // interleaves two transactions on one thread (A writes, B writes, A commits) is not stuck
 // forever behind itself, and a client that left its transaction open does not stop every
 // writer; a write of a row another transaction wrote then fails 40001, where PostgreSQL would
@@ -45,32 +45,43 @@ import (
 // The wait ends as PostgreSQL's does: with the lock, lock_timeout (55P03), statement_timeout
 // or the client's cancel (57014). A SELECT ... FOR UPDATE / FOR SHARE takes the lock too (its
 // rows are then the transaction's until it ends; NOWAIT answers 55P03 at once); SKIP LOCKED
-// takes none (it skips nothing, see locking.go). Other protocols' clients do not take it.
+// takes none (it skips nothing, see locking.go). Trino and Flight SQL clients' writes take it
+// as PostgreSQL clients' do; MySQL clients' wait by the same rules with InnoDB's errors
+// (mysqlwritelock.go): one wait (writeLock.wait), each protocol's errors (lockWait).
 
-// writeLock is one database's write lock: a one-slot semaphore, whose waiters Go serves
-// first come, first served.
+// writeLock is one database's write lock: lockRules (pglockrules.go) on the real clock, each
+// waiter told its turn by a channel of its own.
 type writeLock struct {
-	once sync.Once
-	slot chan struct{}
-	// progress counts the holders' statements begun and ended, and running those under way:
-	// a waiter gives up on a holder only when neither moved for unlockedAfter.
-	progress atomic.Uint64
-	running  atomic.Int32
+	mu     sync.Mutex
+	origin time.Time
+	rules  lockRules
+	ids    uint64
+	turns  map[uint64]chan struct{} // a waiter's, closed when the lock goes to it
 }
 
-// working marks a statement of the lock's holder begun; the func it returns marks it ended.
-func (l *writeLock) working() func() {
-	l.progress.Add(1)
-	l.running.Add(1)
-	return func() {
-		l.running.Add(-1)
-		l.progress.Add(1)
+// now is the lock's clock: the time since its first use. Called with mu held.
+func (l *writeLock) now() time.Duration {
+	if l.origin.IsZero() {
+		l.origin = time.Now() //determinism:ok a real engine's lock wait (the simulator has no DuckDB)
 	}
+	return time.Since(l.origin) //determinism:ok as above
 }
 
-func (l *writeLock) ch() chan struct{} {
-	l.once.Do(func() { l.slot = make(chan struct{}, 1) })
-	return l.slot
+// working marks a statement of the lock's holder begun (or a result of it still being read);
+// the func it returns marks it ended. A waiter gives up only on a holder with nothing under
+// way that began or ended nothing for idleAfter.
+func (l *writeLock) working() func() {
+	l.mu.Lock()
+	token := l.rules.begin(l.now())
+	l.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			l.rules.end(token, l.now())
+			l.mu.Unlock()
+		})
+	}
 }
 
 var (
@@ -79,63 +90,140 @@ var (
 )
 
 // unlockedAfter is how long the lock's holder may sit idle before its waiters run without it.
-const unlockedAfter = 2 * time.Second
+const unlockedAfter = idleAfter
 
 // errUnlocked: the holder sat idle for unlockedAfter; the statement runs without the lock.
 var errUnlocked = errors.New("duckengine: write lock not taken")
 
-// take waits for the lock: until lockTimeout or statementTimeout (0: none) runs out, or ctx
-// ends; with nowait it does not wait, and what for names the error then. errUnlocked once the
-// holder sat idle for unlockedAfter: the caller runs its statement without the lock.
-func (l *writeLock) take(ctx context.Context, lockTimeout, statementTimeout time.Duration, nowait bool, what string) error {
-	ch := l.ch()
-	select {
-	case ch <- struct{}{}:
-		return nil
-	default:
-	}
+// lockWait is how one protocol's writer waits for the lock, and the errors that end the wait
+// as that protocol's server ends it.
+type lockWait struct {
+	lockTimeout, statementTimeout time.Duration // 0: none
+	nowait                        bool          // do not wait: busy when the lock is another's
+	idle                          bool          // give up on a holder idle for idleAfter: errUnlocked
+	busy, lockTimedOut            error
+	statementTimedOut             error
+	canceled                      func(ctx context.Context) error // ctx ended
+}
+
+// pgWait is a PostgreSQL client's wait: lock_timeout 55P03, statement_timeout and cancel
+// 57014, NOWAIT 55P03 naming what; an idle holder given up on.
+func pgWait(lockTimeout, statementTimeout time.Duration, nowait bool, what string) lockWait {
+	w := lockWait{lockTimeout: lockTimeout, statementTimeout: statementTimeout, nowait: nowait, idle: true,
+		lockTimedOut: errLockTimeout, statementTimedOut: errStatementTimeout, canceled: pgCanceled}
 	if nowait {
-		return &query.Error{Code: sqlstate.LockNotAvailable, Message: "could not obtain lock on row in relation " + what}
+		w.busy = &query.Error{Code: sqlstate.LockNotAvailable, Message: "could not obtain lock on row in relation " + what}
 	}
-	var lockTimer, stmtTimer <-chan time.Time
-	if lockTimeout > 0 {
-		t := time.NewTimer(lockTimeout) //determinism:ok a real engine's lock wait (the simulator has no DuckDB)
-		defer t.Stop()
-		lockTimer = t.C
+	return w
+}
+
+func pgCanceled(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return errStatementTimeout
 	}
-	if statementTimeout > 0 {
-		t := time.NewTimer(statementTimeout) //determinism:ok as above
-		defer t.Stop()
-		stmtTimer = t.C
+	return errCanceledByClient
+}
+
+// tryTake takes the lock if it is free and no one waits for it.
+func (l *writeLock) tryTake() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ids++
+	return l.rules.request(lockWaiter{id: l.ids, since: l.now()}, true) == lockGranted
+}
+
+// wait is every protocol's wait for the lock: nil once it holds it, else one of w's errors,
+// or errUnlocked when w.idle and the holder sat idle.
+func (l *writeLock) wait(ctx context.Context, w lockWait) error {
+	l.mu.Lock()
+	now := l.now()
+	l.ids++
+	id := l.ids
+	deadline, timedOut := time.Duration(0), w.lockTimedOut
+	if w.lockTimeout > 0 {
+		deadline = now + w.lockTimeout
 	}
-	unlocked := time.NewTimer(unlockedAfter) //determinism:ok as above
-	defer unlocked.Stop()
-	seen := l.progress.Load()
+	if w.statementTimeout > 0 && (deadline == 0 || now+w.statementTimeout < deadline) {
+		deadline, timedOut = now+w.statementTimeout, w.statementTimedOut
+	}
+	switch l.rules.request(lockWaiter{id: id, since: now, deadline: deadline, idle: w.idle}, w.nowait) {
+	case lockGranted:
+		l.mu.Unlock()
+		return nil
+	case lockBusy:
+		l.mu.Unlock()
+		return w.busy
+	}
+	turn := make(chan struct{})
+	if l.turns == nil {
+		l.turns = map[uint64]chan struct{}{}
+	}
+	l.turns[id] = turn
+	timer := l.timerFor(id, now)
+	l.mu.Unlock()
+	defer func() { timer.Stop() }() // the last timer set
 	for {
 		select {
-		case ch <- struct{}{}:
+		case <-turn:
 			return nil
-		case <-unlocked.C:
-			if now := l.progress.Load(); now != seen || l.running.Load() > 0 {
-				seen = now
-				unlocked.Reset(unlockedAfter)
-				continue
+		case <-timer.C:
+			l.mu.Lock()
+			now := l.now()
+			switch l.rules.check(id, now) {
+			case lockGranted:
+				l.mu.Unlock()
+				<-turn
+				return nil
+			case lockTimedOut:
+				delete(l.turns, id)
+				l.mu.Unlock()
+				return timedOut
+			case lockIdle:
+				delete(l.turns, id)
+				l.mu.Unlock()
+				return errUnlocked
 			}
-			return errUnlocked
-		case <-lockTimer:
-			return errLockTimeout
-		case <-stmtTimer:
-			return errStatementTimeout
+			timer.Stop()
+			timer = l.timerFor(id, now)
+			l.mu.Unlock()
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return errStatementTimeout
-			}
-			return errCanceledByClient
+			l.mu.Lock()
+			delete(l.turns, id)
+			l.serve(l.rules.leave(id, l.now()))
+			l.mu.Unlock()
+			return w.canceled(ctx)
 		}
 	}
 }
 
-func (l *writeLock) release() { <-l.ch() }
+// timerFor is waiter id's timer, firing when the rules may next tell it other than wait; a
+// release serves it through its channel. Called with mu held.
+func (l *writeLock) timerFor(id uint64, now time.Duration) *time.Timer {
+	d := time.Duration(1<<63 - 1)
+	if at := l.rules.wakeAt(id, now); at >= 0 {
+		d = max(at-now, 0)
+	}
+	return time.NewTimer(d) //determinism:ok as now
+}
+
+// serve tells waiter next (0: none) the lock is its. Called with mu held.
+func (l *writeLock) serve(next uint64) {
+	if turn, ok := l.turns[next]; ok {
+		delete(l.turns, next)
+		close(turn)
+	}
+}
+
+// take is a PostgreSQL client's wait for the lock (pgWait).
+func (l *writeLock) take(ctx context.Context, lockTimeout, statementTimeout time.Duration, nowait bool, what string) error {
+	return l.wait(ctx, pgWait(lockTimeout, statementTimeout, nowait, what))
+}
+
+func (l *writeLock) release() {
+	l.mu.Lock()
+	l.serve(l.rules.release(l.now()))
+	l.mu.Unlock()
+}
 
 // heldWrites marks a context whose caller holds the write lock: a statement it runs on the way
 // (a retry, a session of its own) does not take it again.
@@ -269,6 +357,10 @@ func (s *session) statementTimeoutOf(q *query.Request) time.Duration {
 // writeLocked runs a PostgreSQL client's statement in the session under the write lock
 // when it writes, taking it first if the session does not hold it yet.
 func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(context.Context, *query.Request) (query.Rows, error)) (query.Rows, error) {
+	if s.streaming != nil { // the last result is read, or held in memory before this runs
+		s.streaming()
+		s.streaming = nil
+	}
 	write, nowait, what := writeIntent(q)
 	if isMySQL(q) {
 		write, nowait = mysqlWriteIntent(q)
@@ -308,7 +400,10 @@ func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(co
 	}
 	before := s.status
 	rows, err := run(ctx, q)
-	ended()
+	rows = stillWorking(rows, err, ended)
+	if s.writing {
+		s.streaming = ended
+	}
 	switch {
 	case s.status == 'T' && before == 'T':
 		s.snapshot = true
@@ -364,6 +459,16 @@ func (e *Engine) writeTurn(ctx context.Context, q *query.Request) (context.Conte
 	}
 	ended := e.writes.working() // one statement holds it: at work until its rows are read
 	return context.WithValue(ctx, heldWrites{}, true), func() { ended(); e.writes.release() }, nil
+}
+
+// stillWorking is a holder's statement's result, its statement at work (writeLock.working)
+// until its rows are read or closed: a holder streaming a long result is not idle.
+func stillWorking(rows query.Rows, err error, ended func()) query.Rows {
+	if err != nil || rows == nil || rows.Schema() == nil {
+		ended()
+		return rows
+	}
+	return &writeRows{Rows: rows, release: ended}
 }
 
 // withWrites is a statement's result holding the write lock until its rows are read or closed.

@@ -78,7 +78,10 @@ type session struct {
 	// keepSnapshot: REPEATABLE READ or SERIALIZABLE; localLockTimeout: SET LOCAL lock_timeout
 	// (pgwritelock.go).
 	writing, snapshot, plainSoFar, keepSnapshot bool
-	localLockTimeout                            *time.Duration
+	// streaming ends the holder's last statement's work (writeLock.working) if its result
+	// is still being read.
+	streaming        func()
+	localLockTimeout *time.Duration
 	// lockWaited is how long a MySQL client's last write waited for the write lock, of its
 	// innodb_lock_wait_timeout, lockBudget that plus 1 ns (0: not read; mysqlwritelock.go).
 	lockWaited, lockBudget time.Duration

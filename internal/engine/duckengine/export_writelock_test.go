@@ -1,0 +1,8 @@
+package duckengine
+
+// WriteLockWork is e's write lock's holder (0: free) and its statements and results under way.
+func WriteLockWork(e *Engine) (holder uint64, running int) {
+	e.writes.mu.Lock()
+	defer e.writes.mu.Unlock()
+	return e.writes.rules.holder, e.writes.rules.running
+}
