@@ -1,20 +1,16 @@
 #!/bin/sh
 # mywire-decimal-plants.sh N: plants bug N (1-8) in MySQL's decimals, functions and NULL order
 # on PostgreSQL, runs the oracle tests against MariaDB and PostgreSQL and the text tests, and
-# restores the file by cp (RESULTS.md names the plants). CHECKS=n sets rapid's checks (100).
-set -e
-cd "$(git rev-parse --show-toplevel)"
+# restores the file (scripts/plantlib.sh; RESULTS.md names the plants). CHECKS=n sets rapid's
+# checks (100).
+. "$(dirname "$0")/plantlib.sh"
 case $1 in
-1|2|3) F=internal/frontend/mysqlwire/decimals.go ;;
-4|5|6) F=internal/engine/pgengine/mysqlfuncs.go ;;
-7) F=internal/engine/pgengine/mysqlnulls.go ;;
-8) F=internal/frontend/mysqlwire/types.go ;;
+1|2|3) plant_in internal/frontend/mysqlwire/decimals.go ;;
+4|5|6) plant_in internal/engine/pgengine/mysqlfuncs.go ;;
+7) plant_in internal/engine/pgengine/mysqlnulls.go ;;
+8) plant_in internal/frontend/mysqlwire/types.go ;;
 *) echo "plant 1-8"; exit 2 ;;
 esac
-mkdir -p /tmp/mywire-plants
-cp $F /tmp/mywire-plants/plant.orig
-trap 'cp /tmp/mywire-plants/plant.orig $F' EXIT
-plant() { python3 -c "import sys; p=sys.argv[1]; s=open(p).read(); assert sys.argv[2] in s; open(p,'w').write(s.replace(sys.argv[2], sys.argv[3], 1))" "$F" "$1" "$2"; }
 case $1 in
 1) plant '		sql = decimalDivisions(sql)' '		_ = decimalDivisions' ;;                      # / stays PostgreSQL's
 2) plant "CASE WHEN pg_typeof(\" + q + \") = 'numeric'::regtype THEN " 'CASE WHEN TRUE THEN ' ;; # a double rounded as a decimal
@@ -25,6 +21,6 @@ case $1 in
 7) plant '	if k.Descending(toks) {' '	if true {' ;;                                                # every key NULLS LAST
 8) plant '			setType(mysql.MYSQL_TYPE_LONG, 1) //' '			setType(mysql.MYSQL_TYPE_TINY, 1) //' ;; # a comparison a TINYINT
 esac
-git diff --stat $F
-nice -n 10 go test -count=1 -run 'TestMySQLFunctions|TestMySQLNullsOrder|TestMySQLConcat' ./internal/engine/pgengine/ 2>&1 | grep -E "^(---|ok|FAIL)" | head -6
-nice -n 10 go test -count=1 -run 'TestMariaDBExpressionsOnPostgreSQL|TestDivisionOfAnyExpression|TestDecimal' ./internal/frontend/mysqlwire/ -rapid.checks=${CHECKS:-100} 2>&1 | grep -E "^(---|ok|FAIL)|failed after|PostgreSQL |MariaDB " | head -12
+planted
+LINES_MAX=6 gotest 'x^' -run 'TestMySQLFunctions|TestMySQLNullsOrder|TestMySQLConcat' ./internal/engine/pgengine/
+gotest 'failed after|PostgreSQL |MariaDB ' -run 'TestMariaDBExpressionsOnPostgreSQL|TestDivisionOfAnyExpression|TestDecimal' ./internal/frontend/mysqlwire/ -rapid.checks=${CHECKS:-100}

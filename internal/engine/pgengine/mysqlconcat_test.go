@@ -63,6 +63,13 @@ func TestMySQLFunctions(t *testing.T) {
 		{"select datediff(a, b), truncate(d, 1), curdate(), utc_timestamp()", "select (CAST(a AS date) - CAST(b AS date)), trunc(d, 1), current_date, CAST(timezone('UTC', now()) AS timestamp(0))"},
 		{"drop table if exists t", "drop table if exists t"},
 		{"select s.if(a, b, c), length", "select s.if(a, b, c), length"},
+		{"select cast(a as signed), CAST(a+1 AS SIGNED INTEGER), cast(a as unsigned), cast(a as char), cast(v as char(3)), cast(s as datetime)",
+			"select CAST(a AS bigint), CAST(a+1 AS bigint), CAST(a AS bigint), CAST(a AS text), CAST(v AS varchar(3)), CAST(s AS timestamp(0))"},
+		{"select convert(a, signed), convert(s, datetime(3)), convert(v using utf8mb4), cast(cast(a as char) as signed)",
+			"select CAST(a AS bigint), CAST(s AS timestamp(3)), convert(v using utf8mb4), CAST(CAST(a AS text) AS bigint)"},
+		{"select cast((select a as b from t limit 1) as signed)", "select CAST((select a as b from t limit 1) AS bigint)"},
+		{"select cast(d as decimal(10,2)), cast(x as date), cast(if(a, 1, 2) as char), s.cast(a as signed)",
+			"select cast(d as decimal(10,2)), cast(x as date), CAST((CASE WHEN (a) <> 0 THEN 1 ELSE 2 END) AS text), s.cast(a as signed)"},
 	} {
 		if got := mysqlFunctions(c.in); got != c.want {
 			t.Errorf("%s:\n got  %s\n want %s", c.in, got, c.want)

@@ -72,6 +72,8 @@ func init() {
 				strconv.Itoa(-n-1) + ":], " + a[1] + ")", true
 		},
 		"group_concat": groupConcat,
+		"cast":         mysqlCast,
+		"convert":      mysqlConvert,
 		// MariaDB's CONCAT is NULL when any argument is NULL; PostgreSQL's skips NULL arguments
 		// (concat('a', NULL) is 'a'): PostgreSQL's NULL-propagating ||, text whatever the
 		// arguments' types (text || anynonarray). concat() stays: PostgreSQL's error stands.
@@ -82,6 +84,86 @@ func init() {
 			return "(''" + " || (" + strings.Join(a, ") || (") + "))", true
 		},
 	}
+}
+
+// mysqlCastTypes are MySQL's CAST and CONVERT target types PostgreSQL has no type of the name
+// for (1105 `type "signed" does not exist` before; Django's MySQL backend casts an IntegerField
+// AS signed integer), by their words, as PostgreSQL's type of MariaDB's answer. CHAR, which
+// PostgreSQL reads as char(1) (CAST(123 AS CHAR) '1'), is text as MariaDB's, its length none.
+var mysqlCastTypes = map[string]string{
+	"signed": "bigint", "signed integer": "bigint", "signed int": "bigint",
+	// MariaDB's UNSIGNED is a BIGINT UNSIGNED: PostgreSQL has none, and a negative value stays
+	// negative here (MariaDB wraps it past 2^63).
+	"unsigned": "bigint", "unsigned integer": "bigint", "unsigned int": "bigint",
+	"char": "text", "nchar": "text", "char character set utf8mb4": "text", "char charset utf8mb4": "text",
+	"double": "double precision", "datetime": "timestamp(0)",
+}
+
+// mysqlCast writes CAST(x AS t) of a MySQL type PostgreSQL does not name as PostgreSQL's cast to
+// MariaDB's type (mysqlCastTypes); DATETIME(n) is timestamp(n), CHAR(n) varchar(n) (MariaDB cuts
+// the value to n characters, as PostgreSQL's explicit cast does). Any other cast stays.
+func mysqlCast(a []string, _ [][]sqltok.Token) (string, bool) {
+	if len(a) != 1 {
+		return "", false
+	}
+	toks := sqltok.SignificantTokens(a[0], sqltok.Postgres)
+	as := -1
+	depth := 0
+	for i, t := range toks {
+		depth += sqltok.ParenStep(t)
+		if depth == 0 && t.IsWord("as") {
+			as = i
+		}
+	}
+	if as <= 0 || as == len(toks)-1 {
+		return "", false
+	}
+	typ, ok := castType(toks[as+1:])
+	if !ok {
+		return "", false
+	}
+	return "CAST(" + strings.TrimSpace(a[0][:toks[as].Pos]) + " AS " + typ + ")", true
+}
+
+// mysqlConvert writes CONVERT(x, t), MySQL's other form of CAST(x AS t), as mysqlCast does;
+// CONVERT(x USING charset) and a type PostgreSQL names stay.
+func mysqlConvert(a []string, _ [][]sqltok.Token) (string, bool) {
+	if len(a) != 2 {
+		return "", false
+	}
+	typ, ok := castType(sqltok.SignificantTokens(a[1], sqltok.Postgres))
+	if !ok {
+		return "", false
+	}
+	return "CAST(" + a[0] + " AS " + typ + ")", true
+}
+
+// castType is PostgreSQL's type for MySQL's cast target (its significant tokens); false when
+// PostgreSQL reads the target as MariaDB does already.
+func castType(toks []sqltok.Token) (string, bool) {
+	var words []string
+	for _, t := range toks {
+		if t.Kind != sqltok.Word {
+			break
+		}
+		words = append(words, strings.ToLower(t.Text))
+	}
+	if len(words) == 0 {
+		return "", false
+	}
+	if typ, ok := mysqlCastTypes[strings.Join(words, " ")]; ok && len(words) == len(toks) {
+		return typ, true
+	}
+	// DATETIME(n), CHAR(n): one word and a parenthesized length.
+	if len(words) == 1 && len(toks) == 4 && toks[1].Text == "(" && toks[2].Kind == sqltok.Number && toks[3].Text == ")" {
+		switch words[0] {
+		case "datetime":
+			return "timestamp(" + toks[2].Text + ")", true
+		case "char", "nchar":
+			return "varchar(" + toks[2].Text + ")", true
+		}
+	}
+	return "", false
 }
 
 // argsOf is a rule for calls of exactly n arguments.
@@ -225,11 +307,12 @@ func closes(toks []sqltok.Token) bool {
 }
 
 // mysqlText is sqlText (PostgreSQL's text of a MySQL client's statement) as PostgreSQL must
-// read it to answer as MariaDB: its functions (mysqlFunctions), sort keys (mysqlNullsOrder) and
+// read it to answer as MariaDB: its functions (mysqlFunctions), aggregates of a boolean column
+// (mysqlBoolAggregates), sort keys (mysqlNullsOrder) and
 // reads of @@sql_mode, sqlMode the connection's (withSQLModeReads); notNull tells which sort keys
 // cannot be NULL.
 func mysqlText(sqlText, sqlMode string, notNull notNullLookup) string {
-	return withSQLModeReads(mysqlNullsOrder(mysqlFunctions(sqlText), notNull), sqlMode)
+	return withSQLModeReads(mysqlNullsOrder(mysqlBoolAggregates(mysqlFunctions(sqlText), notNull), notNull), sqlMode)
 }
 
 // mysqlFunctions is sqlText (PostgreSQL's text of a MySQL client's statement) with its calls of

@@ -26,18 +26,33 @@ import (
 // qualified name as the statement's connection resolves it.
 type notNullCache struct {
 	mu     sync.Mutex
-	tables map[string]map[string]bool
+	tables map[string]tableColumns
 }
+
+// tableColumns is what the cache keeps of a table: its NOT NULL columns, and its boolean
+// columns (mysqlboolsums.go).
+type tableColumns struct{ notNull, booleans map[string]bool }
 
 // notNullTablesMax bounds the tables kept: past it the cache starts again (names of tables that
 // do not exist are kept too, as having no NOT NULL column).
 const notNullTablesMax = 4096
 
-// notNullSQL reads a table's NOT NULL columns ($1: its name, qualified).
-const notNullSQL = `SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND attnotnull`
+// notNullSQL reads a table's NOT NULL and boolean columns ($1: its name, qualified).
+const notNullSQL = `SELECT attname, attnotnull, atttypid = 'pg_catalog.bool'::pg_catalog.regtype FROM pg_catalog.pg_attribute ` +
+	`WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND (attnotnull OR atttypid = 'pg_catalog.bool'::pg_catalog.regtype)`
 
 // columns is table's NOT NULL columns, read on db once; nil when the catalog cannot be read.
 func (c *notNullCache) columns(ctx context.Context, db querier, table string) map[string]bool {
+	return c.table(ctx, db, table).notNull
+}
+
+// booleans is table's boolean columns, read on db once; nil when the catalog cannot be read.
+func (c *notNullCache) booleans(ctx context.Context, db querier, table string) map[string]bool {
+	return c.table(ctx, db, table).booleans
+}
+
+// table is what the cache keeps of table, read on db once; empty when the catalog cannot be read.
+func (c *notNullCache) table(ctx context.Context, db querier, table string) tableColumns {
 	c.mu.Lock()
 	cols, ok := c.tables[table]
 	c.mu.Unlock()
@@ -46,24 +61,30 @@ func (c *notNullCache) columns(ctx context.Context, db querier, table string) ma
 	}
 	rows, err := db.Query(ctx, notNullSQL, pgx.QueryExecModeExec, table)
 	if err != nil {
-		return nil
+		return tableColumns{}
 	}
-	cols = map[string]bool{}
+	cols = tableColumns{notNull: map[string]bool{}, booleans: map[string]bool{}}
 	for rows.Next() {
 		var name string
-		if rows.Scan(&name) != nil {
+		var notNull, boolean bool
+		if rows.Scan(&name, &notNull, &boolean) != nil {
 			rows.Close()
-			return nil
+			return tableColumns{}
 		}
-		cols[name] = true
+		if notNull {
+			cols.notNull[name] = true
+		}
+		if boolean {
+			cols.booleans[name] = true
+		}
 	}
 	rows.Close()
 	if rows.Err() != nil {
-		return nil
+		return tableColumns{}
 	}
 	c.mu.Lock()
 	if c.tables == nil || len(c.tables) >= notNullTablesMax {
-		c.tables = map[string]map[string]bool{}
+		c.tables = map[string]tableColumns{}
 	}
 	c.tables[table] = cols
 	c.mu.Unlock()
@@ -108,9 +129,10 @@ func (c *notNullCache) followCommand(db querier, tag string) {
 // oneTable is the table toks (a statement's significant tokens, PostgreSQL's) reads when it
 // reads one table and nothing else (see above): its qualified name as to_regclass reads it (an
 // unqualified one in schema, the client's database; "" when it has none), and the names a
-// column of it may be qualified with (the table's, or its alias). ok is false for any other
-// statement.
-func oneTable(toks []sqltok.Token, schema string) (table string, qualifiers []string, ok bool) {
+// column of it may be qualified with (the table's, or its alias). With searchPath an
+// unqualified name in no database is the table's name alone, as the connection's search_path
+// finds it. ok is false for any other statement.
+func oneTable(toks []sqltok.Token, schema string, searchPath bool) (table string, qualifiers []string, ok bool) {
 	if len(toks) < 4 {
 		return "", nil, false
 	}
@@ -158,7 +180,7 @@ func oneTable(toks []sqltok.Token, schema string) (table string, qualifiers []st
 	}
 	if len(name) == 1 {
 		if schema == "" {
-			return "", nil, false
+			return quoteIdent(identName(name[0])), qualifiers, searchPath
 		}
 		return quoteIdent(schema) + "." + quoteIdent(identName(name[0])), qualifiers, true
 	}

@@ -41,3 +41,35 @@ func TestMySQLNullsOrderOfNotNullColumns(t *testing.T) {
 		t.Errorf("without a lookup: %s", got)
 	}
 }
+
+// TestMySQLBoolAggregates: SUM, AVG, MIN and MAX of a boolean column of the one table a
+// statement reads sum the column as an integer (MariaDB's BOOLEAN a TINYINT(1)); the scale the
+// frontend rounds AVG to reads it so too; a boolean inside another expression, a column of
+// another type, a statement of two tables are left as they are.
+func TestMySQLBoolAggregates(t *testing.T) {
+	lookup := notNullLookup{schema: "db", booleans: func(table string) map[string]bool {
+		if table != `"db"."t"` && table != `"t"` {
+			t.Errorf("asked of %s", table)
+		}
+		return map[string]bool{"ok": true, "Ok": true}
+	}}
+	for _, c := range []struct{ in, want string }{
+		{"select sum(ok), avg(distinct ok), min(t.ok), max( ok ), sum(a) from t",
+			"select sum(CAST(ok AS integer)), avg(distinct CAST(ok AS integer)), min(CAST(t.ok AS integer)), max( CAST(ok AS integer) ), sum(a) from t"},
+		{"select round(avg(ok), least(max(scale(CAST((ok) AS numeric))) + 4, 38)) from t x where x.id > 1",
+			"select round(avg(CAST(ok AS integer)), least(max(scale(CAST((CAST(ok AS integer)) AS numeric))) + 4, 38)) from t x where x.id > 1"},
+		{`select sum(ok = true), sum(not ok), sum("Ok"), sum(u.ok), s.sum(ok) from t`,
+			`select sum(ok = true), sum(not ok), sum(CAST("Ok" AS integer)), sum(u.ok), s.sum(ok) from t`},
+		{"select sum(ok) from t join u on t.id = u.id", "select sum(ok) from t join u on t.id = u.id"},
+		{"select sum(ok) from (select ok from t) s", "select sum(ok) from (select ok from t) s"},
+		{"select ok from t order by ok", "select ok from t order by ok"},
+	} {
+		if got := mysqlBoolAggregates(c.in, lookup); got != c.want {
+			t.Errorf("%s:\n got  %s\n want %s", c.in, got, c.want)
+		}
+	}
+	lookup.schema = "" // a client in no database: the table the search_path finds
+	if got, want := mysqlBoolAggregates("select sum(ok) from t", lookup), "select sum(CAST(ok AS integer)) from t"; got != want {
+		t.Errorf("no database: got %s, want %s", got, want)
+	}
+}

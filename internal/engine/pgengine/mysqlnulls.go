@@ -20,6 +20,8 @@ import (
 type notNullLookup struct {
 	schema  string
 	columns func(table string) map[string]bool
+	// booleans are a table's boolean columns (mysqlBoolAggregates).
+	booleans func(table string) map[string]bool
 }
 
 // mysqlNullsOrder is sqlText (PostgreSQL's text of a MySQL client's statement) with each sort
@@ -37,7 +39,7 @@ func mysqlNullsOrder(sqlText string, lookup notNullLookup) string {
 	var notNull map[string]bool
 	var qualifiers []string
 	if lookup.columns != nil {
-		if table, q, ok := oneTable(toks, lookup.schema); ok {
+		if table, q, ok := oneTable(toks, lookup.schema, false); ok {
 			notNull, qualifiers = lookup.columns(table), q
 		}
 	}

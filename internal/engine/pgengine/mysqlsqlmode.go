@@ -2,6 +2,7 @@ package pgengine
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -175,7 +176,22 @@ func sqlModeValue(ctx context.Context, db querier, sqlText string, value []sqlto
 	if v == nil {
 		return "", false, sqlModeError("NULL", "")
 	}
-	return *v, len(value) == 1 && value[0].Kind == sqltok.Number, nil
+	return *v, len(value) == 1 && (value[0].Kind == sqltok.Number || numberParam(value[0], args)), nil
+}
+
+// numberParam reports whether t is a parameter ($n) bound to an integer: a client's prepared
+// `SET sql_mode = ?` with 0 binds a number, which MariaDB reads as its modes' bits, as it reads
+// a number written in the statement.
+func numberParam(t sqltok.Token, args []any) bool {
+	n, err := strconv.Atoi(strings.TrimPrefix(t.Text, "$"))
+	if t.Kind != sqltok.Param || err != nil || n < 1 || n > len(args) {
+		return false
+	}
+	switch args[n-1].(type) {
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return true
+	}
+	return false
 }
 
 // sqlModeError is MariaDB's 1231 for a sql_mode it does not take (bad: the part it names), with

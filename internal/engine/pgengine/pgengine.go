@@ -353,7 +353,8 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 				defer stop()
 				return setSQLMode(ctx, db, sqlText, modes, q.Args)
 			}
-			notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) }}
+			notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) },
+				booleans: func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) }}
 			sqlText = mysqlText(sqlText, connSQLMode(db), notNull) // MySQL's functions, NULLs sorted, as MariaDB's
 		}
 	}

@@ -9,7 +9,9 @@ import (
 
 // exprsTable holds integers, decimals, doubles, text and NULLs to divide, sum, test and sort.
 var exprsTable = []string{"create table ex (id int primary key, a int, b bigint, s smallint, d decimal(6,2), f double precision, v varchar(10))",
-	"insert into ex values (1, 7, 2, 3, 1.5, 2.5, 'u'), (2, null, null, null, null, null, null), (3, -3, 4, 1, -0.25, 0.1, 'é'), (4, 0, 9, -2, 10.75, -4, 'u')"}
+	"insert into ex values (1, 7, 2, 3, 1.5, 2.5, 'u'), (2, null, null, null, null, null, null), (3, -3, 4, 1, -0.25, 0.1, 'é'), (4, 0, 9, -2, 10.75, -4, 'u')",
+	"create table bx (id int primary key, ok boolean, g int)",
+	"insert into bx values (1, true, 1), (2, false, 1), (3, null, 2), (4, true, 2), (5, true, 2)"}
 
 // exprsSteps are statements whose answers MariaDB and PostgreSQL differed on: MySQL's / (a
 // decimal division of integers too, its scale the dividend's plus 4; a division inside another
@@ -40,6 +42,18 @@ var exprsSteps = []string{
 	"select id, a, row_number() over (order by a, id) from ex order by id",
 	"select * from (select a, count(*) c from ex group by a order by null) s order by a",
 	"select a, count(*) from ex group by a order by a desc",
+	"select id, cast(a as signed), CAST(a + 1 AS SIGNED INTEGER), cast(n as signed) from ex, (select 12345678901 n) k order by id",
+	// MariaDB's SIGNED is an INT when its operand is short (a SMALLINT, a DECIMAL(6,2)), its
+	// UNSIGNED a BIGINT UNSIGNED: the proxy's BIGINT (values compared only).
+	"values select id, cast(d as signed), convert(s, signed), cast(b as unsigned), cast(cast(7 as char) as signed) + 1 from ex order by id",
+	"select id, cast(a * 100 as char), cast(v as char), cast(v as char(1)), concat(cast(id as char), '-', v), convert(d, char) from ex order by id",
+	"select cast('2024-01-02 03:04:05' as datetime), cast('2024-01-02 03:04:05.123456' as datetime(3)), cast(2.5 as double)",
+	"select id from ex where cast(a as char) = '7' or cast(v as char(3)) = 'é' order by id",
+	"select sum(ok), avg(ok), sum(distinct ok), avg(DISTINCT bx.ok), count(ok), sum(ok = true), sum(not ok) from bx",
+	"select g, sum(ok), avg(ok) from bx group by g order by g",
+	"select b.g, sum(b.ok) s from bx as b where b.id > 1 group by b.g having sum(b.ok) > 0 order by s",
+	"select id, sum(ok) over (order by id) from bx order by id",
+	"values select min(ok), max(ok) from bx",
 }
 
 // TestMariaDBExpressionsOnPostgreSQL: through go-sql-driver, each of exprsSteps answers on
@@ -63,7 +77,7 @@ func TestMariaDBExpressionsOnPostgreSQL(t *testing.T) {
 				got[i] = stepAnswer(t, c, "exec "+stmt)
 				continue
 			}
-			if stmt, ok := strings.CutPrefix(step, "values "); ok { // GROUP_CONCAT: MariaDB's TEXT, the proxy's VARCHAR (left)
+			if stmt, ok := strings.CutPrefix(step, "values "); ok { // GROUP_CONCAT: MariaDB's TEXT, the proxy's VARCHAR (left); SIGNED's type
 				got[i] = dumpRows(t, c, stmt)
 				continue
 			}

@@ -45,6 +45,17 @@ var sqlModeSteps = []string{
 	"select @@sql_mode",
 	"exec SET autocommit=1, sql_mode = concat(@@sql_mode, ',STRICT_TRANS_TABLES')",
 	"select @@sql_mode, 7 div 2",
+	"exec SET sql_mode = ? <- NO_ZERO_DATE,STRICT_TRANS_TABLES",
+	"select @@sql_mode",
+	"exec SET SESSION sql_mode = ? <- traditional",
+	"select @@session.sql_mode",
+	"exec SET @@sql_mode = ? <- BOGUS",
+	"exec SET sql_mode = ? <- 0",
+	"select @@sql_mode",
+	"exec SET sql_mode = concat(?, ',NO_ENGINE_SUBSTITUTION') <- STRICT_ALL_TABLES",
+	"select @@sql_mode",
+	"exec SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+	"select @@sql_mode, @@session.tx_isolation",
 }
 
 // TestSQLModeOnPostgreSQLAsMariaDB: SET sql_mode in the forms clients send, and @@sql_mode read
