@@ -40,6 +40,9 @@ type aiColumn struct {
 	name    string   // its name
 	seq     string   // its sequence, as nextval names it
 	columns []string // the table's columns, in order
+	// timeDefaults are the columns whose DEFAULT is the current time, and that DEFAULT
+	// (mysqlnowdefault.go).
+	timeDefaults []timeDefault
 }
 
 // aiInsert is how a MySQL client's INSERT into a table with an AUTO_INCREMENT column runs.
@@ -67,6 +70,7 @@ func mysqlInsert(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 		return q, nil
 	}
 	col, ok := cachedAI(ctx, conn, db, table)
+	q = pinTimeDefaults(ctx, q, col) // mysqlnowdefault.go
 	if !ok {
 		return q, nil // no such column, or no such table: the INSERT says so itself
 	}
@@ -102,6 +106,9 @@ func readAI(ctx context.Context, conn *sql.Conn, db, table string) (aiColumn, bo
 			return aiColumn{}, false, err
 		}
 		col.columns = append(col.columns, name)
+		if isTimeDefault(dflt) {
+			col.timeDefaults = append(col.timeDefaults, timeDefault{name, dflt})
+		}
 		if seq, ok := strings.CutPrefix(dflt, "nextval('"); ok && col.name == "" && strings.Contains(seq, aiPrefix) {
 			if end := strings.Index(seq, "'"); end > 0 {
 				col.name, col.seq = name, seq[:end]

@@ -40,15 +40,24 @@ func pinnedNow(ctx context.Context, sqlText string) string {
 	if !strings.Contains(sqlText, mysqlNow) {
 		return sqlText
 	}
+	if now, ok := transactionNow(ctx); ok {
+		return strings.ReplaceAll(sqlText, mysqlNow, "TIMESTAMP "+sqltok.StandardString(now))
+	}
+	return sqlText
+}
+
+// transactionNow is the time of the MySQL client's transaction ctx's statement runs in, UTC,
+// taken now when the transaction has none yet; ok false outside a transaction.
+func transactionNow(ctx context.Context) (now string, ok bool) {
 	l, _ := ctx.Value(txNowKey{}).(*stmtLog)
 	if l == nil {
-		return sqlText
+		return "", false
 	}
 	if l.now == "" {
 		// DuckDB's current_timestamp is its own clock's, microseconds, as this one's
 		l.now = time.Now().UTC().Format("2006-01-02 15:04:05.999999") //determinism:ok a real engine's NOW() (the simulator has no DuckDB)
 	}
-	return strings.ReplaceAll(sqlText, mysqlNow, "TIMESTAMP "+sqltok.StandardString(l.now))
+	return l.now, true
 }
 
 // pinNow sets qf_now to the transaction's time, before the kept writes run again, for what

@@ -53,27 +53,28 @@ func TestMySQLTransactionTimeCostsNoStatement(t *testing.T) {
 }
 
 // TestMySQLTransactionTimeKeptWhenRunAgain: the times a transaction's writes wrote with NOW(),
-// with an ON UPDATE CURRENT_TIMESTAMP column and with the transaction's NOW() read back stay
+// with an ON UPDATE CURRENT_TIMESTAMP column, with DEFAULT CURRENT_TIMESTAMP columns, and the
+// transaction's NOW() read back, stay
 // as they were when a later statement is refused (its undo runs the writes again in another
 // DuckDB transaction), and when the transaction rolls back to a savepoint.
 func TestMySQLTransactionTimeKeptWhenRunAgain(t *testing.T) {
 	run := mysqlSession(t, open(t))
 	runSteps(t, run, []struct{ sql, want string }{
-		{"create table tk (id int primary key, n int, at datetime(6), up datetime(6) on update current_timestamp(6))", ""},
-		{"insert into tk values (1, 1, null, null)", ""},
+		{"create table tk (id int primary key, n int, at datetime(6), up datetime(6) on update current_timestamp(6), cr datetime(6) default current_timestamp(6), ts timestamp default current_timestamp)", ""},
+		{"insert into tk (id, n) values (1, 1)", ""},
 		{"begin", ""},
-		{"insert into tk values (2, 2, now(6), null)", ""},
+		{"insert into tk (id, n, at) values (2, 2, now(6)), (3, 3, null)", ""},
 		{"update tk set n = 10 where id = 1", ""},
 	})
 	read := func() string {
-		return run("select cast(at as varchar), cast(up as varchar) from tk order by id") + "; " + run("select cast(now(6) as varchar)")
+		return run("select cast(at as varchar), cast(up as varchar), cast(cr as varchar), cast(ts as varchar) from tk where id > 1 or up is not null order by id") + "; " + run("select cast(now(6) as varchar)")
 	}
 	before := read()
-	if strings.Contains(before, "error") || strings.Count(before, "(null)") != 2 {
+	if strings.Contains(before, "error") || strings.Count(before, "(null)") != 4 {
 		t.Fatalf("read back: %s", before)
 	}
 	for _, step := range []struct{ sql, want string }{
-		{"insert into tk values (2, 0, null, null)", "error: 23"},
+		{"insert into tk (id, n) values (2, 0)", "error: 23"},
 		{"savepoint s", ""},
 		{"update tk set n = 11 where id = 1", ""},
 		{"rollback to savepoint s", ""},
