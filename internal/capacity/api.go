@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -153,6 +155,9 @@ type API struct {
 	mayWait func(holder string) (done func(), ok bool)
 	// fleet is the id every granted lease carries (WithFleet); nil: none.
 	fleet *Fleet
+	// refusedLog is, by operation and reason, the last line logging a refusal (refusedNow).
+	refusedMu  sync.Mutex
+	refusedLog map[string]refusedLine
 }
 
 // WithFleet makes every lease the API grants carry f's id (Lease.Fleet), for its engine tag.
@@ -334,7 +339,7 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 		req, err = DecodeAcquireRequest(data, true) // DecodeRequest's answer, without reflection
 	}
 	if err != nil {
-		workerapi.WriteBadRequest(w, err)
+		a.badRequest(w, "acquire", caller, err)
 		return
 	}
 	if err := notNegative(int64(req.Cap), req.TTLMillis, req.WaitMillis); err != nil {
@@ -345,11 +350,11 @@ func (a *API) serveAcquire(w http.ResponseWriter, r *http.Request, caller string
 	// A malformed carried release refuses the whole call: deciding the acquire first would
 	// grant a lease to a request that is then only half served.
 	if err := CheckRefs(req.Release); err != nil {
-		a.fail(w, "acquire", err)
+		a.refuse(w, "acquire", caller, err)
 		return
 	}
 	if err := checkNamed(req); err != nil {
-		a.fail(w, "acquire", err)
+		a.refuse(w, "acquire", caller, err)
 		return
 	}
 	release := claimed(req.Release, caller)
@@ -556,11 +561,11 @@ func (a *API) releaseCarried(w http.ResponseWriter, r *http.Request, holder stri
 
 func (a *API) serveRenew(w http.ResponseWriter, r *http.Request, caller string) {
 	var req RenewRequest
-	if !DecodeRequest(w, r, &req) {
+	if !a.decode(w, r, "renew", caller, &req) {
 		return
 	}
 	if err := notNegative(0, req.TTLMillis, 0); err != nil {
-		a.fail(w, "renew", err)
+		a.refuse(w, "renew", caller, err)
 		return
 	}
 	l, err := a.renew(r.Context(), caller, req.Lease, millis(req.TTLMillis))
@@ -573,15 +578,15 @@ func (a *API) serveRenew(w http.ResponseWriter, r *http.Request, caller string) 
 
 func (a *API) serveRenewBatch(w http.ResponseWriter, r *http.Request, caller string) {
 	var req RenewBatchRequest
-	if !DecodeRequest(w, r, &req) {
+	if !a.decode(w, r, "renew", caller, &req) {
 		return
 	}
 	if err := notNegative(0, req.TTLMillis, 0); err != nil {
-		a.fail(w, "renew", err)
+		a.refuse(w, "renew", caller, err)
 		return
 	}
 	if len(req.Leases) > RenewBatchMax {
-		a.fail(w, "renew", fmt.Errorf("%w: %d leases in one renewal batch, at most %d", ErrInvalid, len(req.Leases), RenewBatchMax))
+		a.refuse(w, "renew", caller, fmt.Errorf("%w: %d leases in one renewal batch, at most %d", ErrInvalid, len(req.Leases), RenewBatchMax))
 		return
 	}
 	out := RenewBatchResponse{Results: make([]RenewResult, len(req.Leases))}
@@ -618,10 +623,10 @@ func (a *API) uncontended(ctx context.Context, refs []LeaseRef, results []RenewR
 // renew extends ref's lease for caller (its holder), with the TTL the control plane allows;
 // a refusal is counted and logged.
 func (a *API) renew(ctx context.Context, caller string, ref LeaseRef, ttl time.Duration) (Lease, error) {
-	if err := CheckRefs([]LeaseRef{ref}); err != nil {
-		return Lease{}, err
+	err := CheckRefs([]LeaseRef{ref})
+	if err == nil {
+		_, ttl, err = a.terms(ref.Cluster(), 0, ttl)
 	}
-	_, ttl, err := a.terms(ref.Cluster(), 0, ttl)
 	if err == nil {
 		var l Lease
 		if l, err = a.store.Renew(ctx, ref.As(caller), ttl, a.env.Now()); err == nil {
@@ -639,11 +644,11 @@ func (a *API) serveReleaseBatch(w http.ResponseWriter, r *http.Request, caller s
 		req, err = DecodeReleaseBatchRequest(data)
 	}
 	if err != nil {
-		workerapi.WriteBadRequest(w, err)
+		a.badRequest(w, "release", caller, err)
 		return
 	}
 	if err := CheckRefs(req.Leases); err != nil {
-		a.fail(w, "release", err)
+		a.refuse(w, "release", caller, err)
 		return
 	}
 	n, err := a.store.ReleaseBatch(r.Context(), claimed(req.Leases, caller))
@@ -672,7 +677,8 @@ func (a *API) refuse(w http.ResponseWriter, op, caller string, err error) {
 }
 
 // noteRefusal counts and logs err if it refuses the caller: a renewal or release of a lease it
-// does not hold (403), or an unknown cluster.
+// does not hold (403), an unknown cluster, a lease no longer held under its generation (409: the
+// sweep took it, or it was released), a request no worker sends (400).
 func (a *API) noteRefusal(op, caller string, err error) {
 	switch {
 	case errors.Is(err, ErrNotHolder):
@@ -683,7 +689,61 @@ func (a *API) noteRefusal(op, caller string, err error) {
 	case errors.Is(err, ErrUnknownCluster):
 		a.metrics.Refused.WithLabelValues(op, "unknown-cluster").Inc()
 		a.env.Logger().Warn("capacity: refused a lease request for an unknown cluster", "op", op, "worker", caller, "err", err)
+	case errors.Is(err, ErrStaleGeneration):
+		a.refusedNow(op, "stale", caller, err)
+	case errors.Is(err, ErrInvalid):
+		a.refusedNow(op, "invalid", caller, err)
 	}
+}
+
+// decode is DecodeRequest whose refusal is counted and logged as the caller's (badRequest).
+func (a *API) decode(w http.ResponseWriter, r *http.Request, op, caller string, v any) bool {
+	if err := workerapi.ReadJSON(r, MediaJSON, v); err != nil {
+		a.badRequest(w, op, caller, err)
+		return false
+	}
+	return true
+}
+
+// badRequest answers a body that is not the request (400 naming what was wrong, 415 for
+// another media type), counted and logged as the caller's.
+func (a *API) badRequest(w http.ResponseWriter, op, caller string, err error) {
+	a.refusedNow(op, "bad-request", caller, err)
+	workerapi.WriteBadRequest(w, err)
+}
+
+// refusedLogEvery is how often a kind of refusal (an operation and a reason) is logged: a
+// worker that sends what it should not in a loop cannot flood the log.
+const refusedLogEvery = time.Minute
+
+// refusedNow counts a refusal of caller's op for reason, and logs it unless a line of its kind
+// was written in the last refusedLogEvery; the next line says how many came meanwhile.
+func (a *API) refusedNow(op, reason, caller string, err error) {
+	a.metrics.Refused.WithLabelValues(op, reason).Inc()
+	key, now := op+" "+reason, a.env.Now()
+	a.refusedMu.Lock()
+	if a.refusedLog == nil {
+		a.refusedLog = map[string]refusedLine{}
+	}
+	line := a.refusedLog[key]
+	line.count++
+	due := line.at.IsZero() || now.Sub(line.at) >= refusedLogEvery
+	if due {
+		a.refusedLog[key] = refusedLine{at: now}
+	} else {
+		a.refusedLog[key] = line
+	}
+	a.refusedMu.Unlock()
+	if due {
+		a.env.Logger().Warn("capacity: refused a worker's lease request", "op", op, "reason", reason,
+			"worker", strconv.Quote(caller), "refused", line.count, "err", err, "nextLineAfter", refusedLogEvery)
+	}
+}
+
+// refusedLine is one kind of refusal's last log line and the refusals since.
+type refusedLine struct {
+	at    time.Time
+	count int
 }
 
 // foreign counts and logs a request for leases the caller does not hold.

@@ -89,7 +89,7 @@ func buildMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"cluster"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_capacity_refused_total",
-			Help: "Capacity lease requests refused by the control plane (another worker's lease, unknown cluster, a cluster not sent to the worker).",
+			Help: "Capacity lease requests refused by the control plane, by operation and reason: not-holder (another worker's lease), unknown-cluster, not-served (a cluster not sent to the worker), stale (a lease no longer held under its generation: swept, revoked or released), invalid (a malformed lease id, a negative term, a batch past its bound), bad-request (a body that is not the request).",
 		}, []string{"op", "reason"}),
 		Reclaimed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_capacity_reclaimed_total",

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
 	"pgregory.net/rapid"
 )
@@ -81,7 +83,7 @@ func TestReleaseBatchAnswerIsWriteJSONs(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, PathReleaseBatch, strings.NewReader(body))
 		req.Header.Set("Content-Type", MediaJSON)
 		got, oracle := httptest.NewRecorder(), httptest.NewRecorder()
-		(&API{}).serveReleaseBatch(got, req, "w-1")
+		NewAPI(nil, nil, env.Real(slog.New(slog.DiscardHandler)), nil).serveReleaseBatch(got, req, "w-1")
 		oreq := httptest.NewRequest(http.MethodPost, PathReleaseBatch, strings.NewReader(body))
 		oreq.Header.Set("Content-Type", MediaJSON)
 		var v ReleaseBatchRequest

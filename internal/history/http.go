@@ -46,7 +46,9 @@ type Ingest struct {
 	log       *slog.Logger
 	now       func() time.Time           // nil: no bound on how far in the future a record may lie
 	onRefused func(reason string, n int) // nil: refused records are only answered and logged
-	gate      Gate                       // nil: a record may name any cluster, group and user
+	// onBatchRefused is told of a whole batch refused before it was read as one: nil, answered only.
+	onBatchRefused func(reason string, err error)
+	gate           Gate // nil: a record may name any cluster, group and user
 }
 
 // OnRefused makes the handler call fn with the number of records of each batch refused, and
@@ -54,6 +56,22 @@ type Ingest struct {
 func (h *Ingest) OnRefused(fn func(reason string, n int)) *Ingest {
 	h.onRefused = fn
 	return h
+}
+
+// OnBatchRefused makes the handler call fn for every request it refuses whole, and why
+// ("unauthorized": a token of no session; "bad_request": a body that is not a batch, or records
+// dated past the clock's bound), with the error the worker was answered: a metric and a log
+// line. It returns h.
+func (h *Ingest) OnBatchRefused(fn func(reason string, err error)) *Ingest {
+	h.onBatchRefused = fn
+	return h
+}
+
+// batchRefused tells OnBatchRefused of a request refused whole.
+func (h *Ingest) batchRefused(reason string, err error) {
+	if h.onBatchRefused != nil {
+		h.onBatchRefused(reason, err)
+	}
 }
 
 // Gate makes the handler refuse the records g refuses, and store the rest of their batch: a
@@ -82,6 +100,9 @@ func NewIngest(store Store, resolve WorkerResolver, log *slog.Logger) *Ingest {
 	return &Ingest{store: store, resolve: resolve, log: log}
 }
 
+// errUnknownSession answers a batch sent under a token of no session.
+var errUnknownSession = errors.New("unknown or expired worker session; register again")
+
 func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -90,11 +111,13 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	worker, err := h.resolve(r)
 	if err != nil || worker == "" {
-		workerapi.WriteError(w, http.StatusUnauthorized, "unknown or expired worker session; register again", "Authorization")
+		h.batchRefused("unauthorized", errUnknownSession)
+		workerapi.WriteError(w, http.StatusUnauthorized, errUnknownSession.Error(), "Authorization")
 		return
 	}
 	data, err := readBody(r, MediaQueryRecords, BatchBytesMax)
 	if err != nil {
+		h.batchRefused("bad_request", err)
 		workerapi.WriteBadRequest(w, err)
 		return
 	}
@@ -103,6 +126,7 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = notAfter(batch.Records, h.now().Add(ClockSkewMax))
 	}
 	if err != nil {
+		h.batchRefused("bad_request", err)
 		workerapi.WriteBadRequest(w, err)
 		return
 	}

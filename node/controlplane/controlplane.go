@@ -53,6 +53,7 @@ type ControlPlane struct {
 	live            int            // workers healthy or stale: bounded by cfg.MaxWorkers (moveCount)
 	refused         refusals       // refused registrations not logged yet (refusals.go)
 	refusedBeats    refusals       // refused heartbeats not logged yet (refusals.go)
+	refusedCalls    refusals       // refused requests to the other worker endpoints not logged yet (refusals.go)
 }
 
 // supersedeCount remembers how often a name was registered while its previous registration was
@@ -133,6 +134,7 @@ func (cp *ControlPlane) HandleSession(pattern string, h func(w http.ResponseWrit
 	cp.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		s, err := cp.authSession(r)
 		if err != nil {
+			cp.noteRefusedCall(pattern, "unauthorized", err)
 			workerapi.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
 			return
 		}

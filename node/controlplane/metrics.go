@@ -14,6 +14,7 @@ type metrics struct {
 	registryRecords prometheus.Counter
 	heldRefused     *prometheus.CounterVec
 	historyRefused  *prometheus.CounterVec
+	callsRefused    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,12 +51,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queryflux_controlplane_history_records_refused_total",
 			Help: "History records refused (the rest of each batch is stored), by reason: foreign-id (another worker recorded the query id first), not-given (the record names a cluster, group or user the worker was not given).",
 		}, []string{"reason"}),
+		callsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queryflux_controlplane_worker_requests_refused_total",
+			Help: "Requests to the worker endpoints other than register and heartbeat refused before their handler, by endpoint and reason (unauthorized: a token no session has; bad_request: a history batch that is not one). Every one is in the log's rate-limited \"worker requests refused\" line; lease refusals past authentication are in queryflux_capacity_refused_total.",
+		}, []string{"endpoint", "reason"}),
 	}
 	for _, state := range []string{workerapi.StateHealthy, workerapi.StateStale, workerapi.StateEvicted} {
 		m.workers.WithLabelValues(state).Set(0) // every state shows, even when empty
 	}
 	if reg != nil {
-		reg.MustRegister(m.registrations, m.heartbeats, m.transitions, m.workers, m.registryWrites, m.registryRecords, m.heldRefused, m.historyRefused)
+		reg.MustRegister(m.registrations, m.heartbeats, m.transitions, m.workers, m.registryWrites, m.registryRecords, m.heldRefused, m.historyRefused, m.callsRefused)
 	}
 	return m
 }

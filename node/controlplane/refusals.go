@@ -7,11 +7,13 @@ import (
 	"time"
 )
 
-// Refused registrations (a full registry) and refused heartbeats (a token no session has, a
-// malformed body, a replayed or reordered beat) are logged the first time at once, then at
+// Refused registrations (a full registry), refused heartbeats (a token no session has, a
+// malformed body, a replayed or reordered beat) and refused requests to the other worker
+// endpoints (a token no session has, a malformed history batch) are logged the first time at once, then at
 // most once per refusedLogEvery, one line of each kind with how many were refused since the
 // last, from when, and the first few names they asked for (registrations) or were sent under
-// (heartbeats of a session; an unknown token names none), each quoted: a worker that retries
+// (heartbeats of a session; an unknown token names none) or were sent to (the other endpoints),
+// each quoted: a worker that retries
 // in a loop, or a client holding the worker secret that invents names or tokens, cannot flood
 // the log, nor write into it anything but a quoted string. No token is ever part of a line.
 const (
@@ -40,6 +42,14 @@ func (cp *ControlPlane) noteRefusedBeat(name string, err error, now time.Time) {
 	cp.note(&cp.refusedBeats, name, err, now)
 }
 
+// noteRefusedCall counts a request to a worker endpoint (its mux pattern) refused before its
+// handler for reason ("unauthorized": a token of no session; "bad_request") and logs what is due.
+// The log line lists the endpoints: an unknown token names no worker.
+func (cp *ControlPlane) noteRefusedCall(endpoint, reason string, err error) {
+	cp.metrics.callsRefused.WithLabelValues(endpoint, reason).Inc()
+	cp.note(&cp.refusedCalls, endpoint, err, cp.e.Now())
+}
+
 func (cp *ControlPlane) note(r *refusals, name string, err error, now time.Time) {
 	cp.mu.Lock()
 	if r.count == 0 {
@@ -60,6 +70,7 @@ func (cp *ControlPlane) note(r *refusals, name string, err error, now time.Time)
 func (cp *ControlPlane) logRefused(now time.Time) {
 	cp.logRefusals(&cp.refused, "worker registrations refused", now)
 	cp.logRefusals(&cp.refusedBeats, "worker heartbeats refused", now)
+	cp.logRefusals(&cp.refusedCalls, "worker requests refused", now)
 }
 
 func (cp *ControlPlane) logRefusals(p *refusals, msg string, now time.Time) {

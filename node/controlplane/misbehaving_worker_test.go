@@ -1,0 +1,143 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/history"
+)
+
+// TestAMisbehavingWorkersRefusalsAreCountedAndLogged: a worker holding a valid session sends
+// the lease and history endpoints what it should not: a renewal of its own lease after the
+// sweep took it, a renewal and a release of another worker's lease, a lease of a cluster the
+// configuration does not have, garbage bodies, a renewal batch past its bound, a malformed lease
+// id, a history batch that is none or of another media type; and requests under a token of no session. Each is refused
+// with its status and a message naming what was wrong, counted in its metric
+// (queryflux_capacity_refused_total{op,reason} or
+// queryflux_controlplane_worker_requests_refused_total{endpoint,reason}) and logged, at most one
+// line a minute of each kind, with no token or secret in it; and the other worker's lease and
+// the cap stay as they were. Before, garbage bodies, malformed ids, stale renewals and requests
+// under an unknown token were answered but neither counted nor logged.
+func TestAMisbehavingWorkersRefusalsAreCountedAndLogged(t *testing.T) {
+	h, store, sw, metrics := authority(t, 30*time.Second, &recordingFence{done: true})
+	h.cp.MountHistory(history.NewMemory(100))
+	good, rogue := h.register("good"), h.register("rogue")
+	ref := func(l *capacity.Lease) string { return fmt.Sprintf(`{"id":%q,"generation":%d}`, l.ID, l.Generation) }
+	code, rl, raw := h.acquireLease(rogue, `{"cluster":"c1","ttlMillis":30000}`)
+	if code != 200 || !rl.Granted {
+		t.Fatalf("the rogue worker's acquire: %d %s", code, raw)
+	}
+	h.e.Advance(20 * time.Second)
+	code, gl, raw := h.acquireLease(good, `{"cluster":"c1","ttlMillis":30000}`)
+	if code != 200 || !gl.Granted {
+		t.Fatalf("the good worker's acquire: %d %s", code, raw)
+	}
+	// The rogue's lease runs out and the sweep frees it; the good one's has 19 s left.
+	h.e.Advance(11 * time.Second)
+	if freed, err := sw.SweepOnce(context.Background(), time.Minute); err != nil || len(freed) != 1 || freed[0].ID != rl.Lease.ID {
+		t.Fatalf("the sweep freed %+v (%v), want the rogue's lease", freed, err)
+	}
+
+	const forged = "qfw_forged-session-token"
+	many := strings.TrimSuffix(strings.Repeat(ref(gl.Lease)+",", capacity.RenewBatchMax+1), ",")
+	type counted struct{ op, reason string } // capacity's; op "" for the control plane's (endpoint, reason)
+	cases := []struct {
+		what, token, path, media, body string
+		code                           int
+		says                           string
+		metric                         counted
+	}{
+		{"a renewal of its lease after the sweep took it", rogue, capacity.PathRenew, capacity.MediaJSON,
+			`{"lease":` + ref(rl.Lease) + `,"ttlMillis":30000}`, 409, "stale lease generation", counted{"renew", "stale"}},
+		{"a renewal of the good worker's lease", rogue, capacity.PathRenew, capacity.MediaJSON,
+			`{"lease":` + ref(gl.Lease) + `,"ttlMillis":30000}`, 403, "another worker", counted{"renew", "not-holder"}},
+		{"a release of the good worker's lease", rogue, capacity.PathReleaseBatch, capacity.MediaJSON,
+			`{"leases":[` + ref(gl.Lease) + `]}`, 403, "another worker", counted{"release", "not-holder"}},
+		{"a lease of a cluster the configuration does not have", rogue, capacity.PathAcquire, capacity.MediaJSON,
+			`{"cluster":"c-ghost","ttlMillis":30000}`, 400, `unknown cluster \"c-ghost\"`, counted{"acquire", "unknown-cluster"}},
+		{"a garbage acquire", rogue, capacity.PathAcquire, capacity.MediaJSON, `{"cluster":["c1"]}`, 400, "cluster", counted{"acquire", "bad-request"}},
+		{"a garbage renewal batch", rogue, capacity.PathRenewBatch, capacity.MediaJSON, `{"leases":"all"}`, 400, "leases", counted{"renew", "bad-request"}},
+		{"a garbage release batch", rogue, capacity.PathReleaseBatch, capacity.MediaJSON, `[1,2,3]`, 400, "object", counted{"release", "bad-request"}},
+		{"a renewal batch past its bound", rogue, capacity.PathRenewBatch, capacity.MediaJSON,
+			`{"leases":[` + many + `],"ttlMillis":30000}`, 400, fmt.Sprintf("at most %d", capacity.RenewBatchMax), counted{"renew", "invalid"}},
+		{"a malformed lease id", rogue, capacity.PathRenew, capacity.MediaJSON,
+			`{"lease":{"id":"c1","generation":1},"ttlMillis":30000}`, 400, "c1", counted{"renew", "invalid"}},
+		{"a release of a malformed lease id", rogue, capacity.PathReleaseBatch, capacity.MediaJSON,
+			`{"leases":[{"id":"c1#x","generation":1}]}`, 400, "c1#x", counted{"release", "invalid"}},
+		{"an acquire under a token of no session", forged, capacity.PathAcquire, capacity.MediaJSON,
+			`{"cluster":"c1","ttlMillis":30000}`, 401, "", counted{"", "POST " + capacity.PathAcquire + " unauthorized"}},
+		{"a renewal under the worker secret", secret, capacity.PathRenew, capacity.MediaJSON,
+			`{"lease":` + ref(gl.Lease) + `,"ttlMillis":30000}`, 401, "", counted{"", "POST " + capacity.PathRenew + " unauthorized"}},
+		{"a history batch under a token of no session", forged, history.PathWorkerHistory, history.MediaQueryRecords,
+			`{"batchId":"b1","records":[]}`, 401, "register again", counted{"", "POST " + history.PathWorkerHistory + " unauthorized"}},
+		{"a history batch of another media type", rogue, history.PathWorkerHistory, "text/plain",
+			`{"batchId":"b1","records":[]}`, 415, "Content-Type", counted{"", "POST " + history.PathWorkerHistory + " bad_request"}},
+		{"a history batch that is none", rogue, history.PathWorkerHistory, history.MediaQueryRecords,
+			`{"batchId":"b1","records":"everything"}`, 400, "records", counted{"", "POST " + history.PathWorkerHistory + " bad_request"}},
+	}
+	value := func(m counted) float64 {
+		if m.op != "" {
+			return counterValue(t, metrics.Refused.WithLabelValues(m.op, m.reason))
+		}
+		endpoint, reason, _ := strings.Cut(strings.TrimPrefix(m.reason, "POST "), " ")
+		return counterValue(t, h.cp.metrics.callsRefused.WithLabelValues("POST "+endpoint, reason))
+	}
+	for _, c := range cases {
+		before := value(c.metric)
+		code, body := h.do("POST", c.path, c.token, c.media, c.body)
+		if code != c.code || !strings.Contains(string(body), c.says) || !strings.Contains(string(body), `"error"`) {
+			t.Errorf("%s: %d %.300s; want %d saying %s", c.what, code, body, c.code, c.says)
+		}
+		if n := value(c.metric) - before; n != 1 {
+			t.Errorf("%s: counted %v times in %v, want once", c.what, n, c.metric)
+		}
+	}
+
+	// The good worker's lease is held and renewable, and the cap (2) is as configured.
+	if code, body := h.do("POST", capacity.PathRenew, good, capacity.MediaJSON, `{"lease":`+ref(gl.Lease)+`,"ttlMillis":30000}`); code != 200 {
+		t.Errorf("the good worker's renewal after the misbehaviour: %d %s", code, body)
+	}
+	if code, got, raw := h.acquireLease(good, `{"cluster":"c1","ttlMillis":30000}`); code != 200 || !got.Granted {
+		t.Errorf("the good worker's second lease (cap 2): %d %s", code, raw)
+	}
+	if code, got, raw := h.acquireLease(rogue, `{"cluster":"c1","cap":100,"ttlMillis":30000}`); code != 200 || got.Granted {
+		t.Errorf("a third lease (cap 2): %d %s", code, raw)
+	}
+	if ls, _ := store.List(context.Background(), "c1"); len(ls) != 2 {
+		t.Errorf("c1 holds %d leases, want the good worker's 2: %+v", len(ls), ls)
+	}
+
+	// A worker that repeats a refused request in a loop writes one line of its kind a minute.
+	lines := func(kind string) int { return strings.Count(h.e.logs.String(), kind) }
+	garbage, unknown := `reason=bad-request`, "worker requests refused"
+	g0, u0 := lines(garbage), lines(unknown)
+	for range 20 {
+		h.do("POST", capacity.PathAcquire, rogue, capacity.MediaJSON, `{"cluster":["c1"]}`)
+		h.do("POST", capacity.PathAcquire, forged, capacity.MediaJSON, `{"cluster":"c1"}`)
+	}
+	if g, u := lines(garbage)-g0, lines(unknown)-u0; g != 0 || u != 0 {
+		t.Errorf("20 more refusals of each kind within the minute wrote %d and %d lines, want none", g, u)
+	}
+	h.e.Advance(61 * time.Second)
+	h.cp.logRefused(h.e.Now())
+	h.do("POST", capacity.PathAcquire, rogue, capacity.MediaJSON, `{"cluster":["c1"]}`)
+	log := h.e.logs.String()
+	if lines(garbage)-g0 != 1 || !strings.Contains(log, "refused=21 ") || lines(unknown)-u0 != 1 || !strings.Contains(log, "refused=24 ") {
+		t.Errorf("a minute on, the log: %s\nwant one line of each kind counting the refusals since", log)
+	}
+	for _, kind := range []string{"reason=stale", "another worker's lease", "unknown cluster", "reason=invalid",
+		"op=release reason=bad-request", `\"POST /worker/history\"`} {
+		if !strings.Contains(log, kind) {
+			t.Errorf("no log line of %s", kind)
+		}
+	}
+	for _, s := range []string{good, rogue, secret, forged, "qfw_"} {
+		if strings.Contains(log, s) {
+			t.Errorf("the log holds a token or the worker secret %q", s)
+		}
+	}
+}
