@@ -9,11 +9,28 @@
 # input is printed and removed, not kept as a seed. An input that failed some other way (a panic,
 # a wrong answer) fails the run even if it passes alone: a target whose inputs depend on each
 # other hides crashers. A failing seed corpus entry fails every time.
+#
+# Each package's instrumented test binary is built once (`go test -c -fuzz`) and every target of
+# that package runs from it: `go test -fuzz` links a binary per target, and the instrumented
+# binaries of the big frontend packages take longer to link than their targets fuzz. The binary
+# runs in the package's directory, as go test runs it, with go test's fuzz cache, so the seed
+# corpus (testdata/fuzz) and the inputs kept from earlier runs are the same.
 set -u
 fuzztime=$1
 shift
 log=$(mktemp)
-trap 'rm -f "$log" "$log.first"' EXIT
+bins=$(mktemp -d)
+trap 'rm -rf "$log" "$log.first" "$bins"' EXIT
+gocache=$("${GO:-go}" env GOCACHE)
+# fuzzbin PKG: the path of PKG's instrumented test binary, built on first use.
+fuzzbin() {
+	b="$bins/$(printf '%s' "$1" | tr -c 'A-Za-z0-9\n' _).test"
+	if [ ! -x "$b" ]; then
+		echo "fuzz: building $1's instrumented test binary" >&2
+		"${GO:-go}" test -c -fuzz=. -o "$b" "$1" >&2 || return 1
+	fi
+	printf '%s\n' "$b"
+}
 # What a hang looks like: the engine's worker limit, or a target's own hang guard.
 hang='hung or terminated unexpectedly|deadline exceeded|still holds the connection|still running after|timed out'
 for t in "$@"; do
@@ -21,8 +38,12 @@ for t in "$@"; do
 	name=${t##*:}
 	attempt=1
 	while :; do
+		bin=$(fuzzbin "$pkg") || { echo "fuzz $name: $pkg does not build"; exit 1; }
+		importpath=$("${GO:-go}" list "$pkg") || exit 1
 		echo "fuzz $name ($pkg, $fuzztime)"
-		if "${GO:-go}" test -run='^$' -fuzz="^$name\$" -fuzztime="$fuzztime" -fuzzminimizetime=10x "$pkg" >"$log" 2>&1; then
+		if (cd "$pkg" && "$bin" -test.paniconexit0 -test.timeout=10m -test.run='^$' -test.fuzz="^$name\$" \
+			-test.fuzztime="$fuzztime" -test.fuzzminimizetime=10x \
+			-test.fuzzcachedir="$gocache/fuzz/$importpath") >"$log" 2>&1; then
 			tail -n 2 "$log"
 			break
 		fi
