@@ -47,7 +47,9 @@ func TestMessageTimeoutStopsAHalfSentMessage(t *testing.T) {
 // keep the pair running.
 func TestMessageTimeoutSparesIdleAndSteadySenders(t *testing.T) {
 	l := newLoop(t, 0)
-	timeout := func(p *Pair) { p.MessageTimeout = 200 * time.Millisecond }
+	// Each message's halves come 120 ms apart, well within the timeout even when a loaded
+	// machine oversleeps, and the ten messages take 1.2 s, three times the timeout.
+	timeout := func(p *Pair) { p.MessageTimeout = 400 * time.Millisecond }
 	relayAll := func(Direction, []byte) Verdict { return Relay }
 	framing := [2]Framer{PGWatching('Q'), PGWatching('Z')}
 	idle := startPair(t, l, framing, relayAll, timeout)
