@@ -749,7 +749,7 @@ func (a *API) refusedNow(op, reason, caller, msg string, err error) {
 // map when what is left would still be refusedKindsMax or more).
 func recentRefusals(lines map[string]refusedLine, now time.Time) map[string]refusedLine {
 	kept := map[string]refusedLine{}
-	for k, l := range lines {
+	for k, l := range lines { //determinism:ok a filter into another map: order changes nothing
 		if now.Sub(l.at) < refusedLogEvery {
 			kept[k] = l
 		}
