@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/logbuf"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -171,7 +172,7 @@ func TestAGateThatFailsTellsTheClientNothingOfIt(t *testing.T) {
 	gate := &frontendtest.RecordingGate{Refuse: map[string]error{"bob": failure}, RefuseVerified: map[string]error{"alice": failure}}
 	backend := frontendtest.NewBackend(withDatabaseTest(frontendtest.AllTypesEngine()))
 	for _, method := range []string{gomysql.AUTH_NATIVE_PASSWORD, gomysql.AUTH_CACHING_SHA2_PASSWORD} {
-		var log frontendtest.SyncBuffer
+		var log logbuf.Buffer
 		addr := startServer(t, backend, Options{Gate: gate, Users: StaticUsers{"alice": "pw", "bob": "pw"}, AuthMethod: method,
 			TLS: frontendtest.Static(frontendtest.SelfSignedTLS(t)), Logger: slog.New(slog.NewTextHandler(&log, nil))})
 		for _, user := range []string{"bob", "alice"} { // refused at Admit, at Verified

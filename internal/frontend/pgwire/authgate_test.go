@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/logbuf"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -605,7 +606,7 @@ func TestAGateThatFailsTellsTheClientNothingOfIt(t *testing.T) {
 		Refuse:         map[string]error{"bob": gateFailure},
 		RefuseVerified: map[string]error{"alice": gateFailure},
 	}
-	var log frontendtest.SyncBuffer
+	var log logbuf.Buffer
 	users := bothUsers{NewStaticUsers(map[string]string{"alice": "pw"}, true), NewStaticUsers(map[string]string{"bob": "pw"}, false)}
 	addr := serveStub(t, Options{Gate: gate, Authenticator: users, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	for _, user := range []string{"bob", "alice"} { // refused at Admit, at Verified

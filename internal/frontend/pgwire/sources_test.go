@@ -1,11 +1,9 @@
 package pgwire_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -14,33 +12,16 @@ import (
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire"
+	"github.com/queryflux/queryflux/internal/logbuf"
 	"github.com/queryflux/queryflux/internal/netlimit"
 )
-
-// lockedBuffer is a log's output, written by the server's goroutines and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // TestOneSourceCannotFillTheListener: a source (127.0.0.1) opening idle sockets up to the
 // connection limit holds only its share of it before login; another source's client
 // (127.0.0.2) connects and queries meanwhile (before: "sorry, too many clients already" for
 // the handshake timeout). The refusals are counted, and one log line names the source.
 func TestOneSourceCannotFillTheListener(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &logbuf.Buffer{}
 	reg := prometheus.NewRegistry()
 	e, _ := pgEngine(t)
 	addr := startServer(t, describingEngine{&oneEngine{e: e}}, pgwire.Options{TrustUsers: []string{"*"}, Registerer: reg,

@@ -1,12 +1,10 @@
 package trinohttp
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
+	"github.com/queryflux/queryflux/internal/logbuf"
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/node/env"
@@ -36,24 +35,6 @@ func oneSlotCore(t *testing.T, eng query.Engine) *proxy.Core {
 	}
 	core.Activate(rt)
 	return core
-}
-
-// syncBuffer is a log sink for a server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestAnAbandonedQueryGivesItsSlotToTheNext: with one slot on the cluster, a client POSTs a
@@ -79,7 +60,7 @@ func TestAnAbandonedQueryGivesItsSlotToTheNext(t *testing.T) {
 		{"duckdb", duck, "select sum(range) as %s from range(1000000000000)", func(*testing.T, string) {}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logged syncBuffer
+			var logged logbuf.Buffer
 			reg := prometheus.NewRegistry()
 			ts := startServer(t, oneSlotCore(t, tc.eng), Options{AbandonAfter: 2 * time.Second, Registerer: reg,
 				Logger: slog.New(slog.NewTextHandler(&logged, nil))})

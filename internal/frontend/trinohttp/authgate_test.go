@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/logbuf"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -200,7 +201,7 @@ func TestAQueryIsFollowedByItsLink(t *testing.T) {
 func TestAGateThatFailsTellsTheClientNothingOfIt(t *testing.T) {
 	failure := errors.New("policy store postgres://qf:s3cretpw@10.9.8.7/policy: connection refused")
 	gate := &frontendtest.RecordingGate{Refuse: map[string]error{"bob": failure}, RefuseVerified: map[string]error{"alice": failure}}
-	var log frontendtest.SyncBuffer
+	var log logbuf.Buffer
 	s, err := NewServer(frontendtest.NewBackend(frontendtest.AllTypesEngine()), Options{Gate: gate,
 		Auth: passwords{"alice": "pw", "bob": "pw"}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
