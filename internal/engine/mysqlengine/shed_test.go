@@ -12,8 +12,9 @@ import (
 // TestADialRefusedForTheLimitWaitsForAConnectionClosedElsewhere: MariaDB caps the engine's
 // user at one connection (MAX_USER_CONNECTIONS 1) and another client holds it, nothing of the
 // engine's idle to shed. That client leaving a moment later lets the engine's statement run:
-// it is not refused at once for a limit that is about to have room (a health check's own
-// connection, closed just before, failed a client's login this way).
+// it is not refused at once for a limit that is about to have room (a connection the engine
+// closed a moment before, when the client that held it left, failed the next client's login
+// this way).
 func TestADialRefusedForTheLimitWaitsForAConnectionClosedElsewhere(t *testing.T) {
 	cfg, name := testDatabase(t)
 	root, err := sql.Open("mysql", cfg.FormatDSN())
