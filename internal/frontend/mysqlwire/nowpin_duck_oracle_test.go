@@ -2,6 +2,7 @@ package mysqlwire
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,12 +21,7 @@ func TestNowKeptWhenATransactionRunsAgainOnDuckDB(t *testing.T) {
 	conns := oneConnEach(t, maria, duck)
 	for side, c := range conns {
 		name := [2]string{"MariaDB", "DuckDB"}[side]
-		must := func(stmt string) {
-			t.Helper()
-			if _, err := c.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("%s: %s: %v", name, stmt, err)
-			}
-		}
+		must := execOn(t, name, c)
 		times := func() string {
 			t.Helper()
 			var a, u string
@@ -71,12 +67,7 @@ func TestNowIsEachStatementsStartOnDuckDB(t *testing.T) {
 	var facts [2][]string
 	for side, c := range conns {
 		name := [2]string{"MariaDB", "DuckDB"}[side]
-		must := func(stmt string) {
-			t.Helper()
-			if _, err := c.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("%s: %s: %v", name, stmt, err)
-			}
-		}
+		must := execOn(t, name, c)
 		times := func(q string) []time.Time {
 			t.Helper()
 			rows, err := c.QueryContext(ctx, q)
@@ -159,5 +150,15 @@ func TestNowIsEachStatementsStartOnDuckDB(t *testing.T) {
 	}
 	if !slices.Equal(facts[0], facts[1]) {
 		t.Errorf("the times stand apart on DuckDB as\n%s\nand on MariaDB as\n%s", strings.Join(facts[1], "\n"), strings.Join(facts[0], "\n"))
+	}
+}
+
+// execOn is a step runner on c (named name in a failure) that ends the test on an error.
+func execOn(t *testing.T, name string, c *sql.Conn) func(stmt string) {
+	return func(stmt string) {
+		t.Helper()
+		if _, err := c.ExecContext(context.Background(), stmt); err != nil {
+			t.Fatalf("%s: %s: %v", name, stmt, err)
+		}
 	}
 }
