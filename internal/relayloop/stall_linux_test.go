@@ -76,27 +76,11 @@ func TestQuietSendsStartNoWriteClock(t *testing.T) {
 	l := newLoop(t, 0)
 	r := startPair(t, l, [2]Framer{nil, PGWatching('Z')}, func(Direction, []byte) Verdict { return Relay },
 		func(p *Pair) { p.WriteTimeout = time.Minute })
-	q, z := pgMsg('Q', []byte("select 1\x00")), pgMsg('Z', []byte{'I'})
-	exchange := func() {
-		t.Helper()
-		if _, err := r.client.Write(q); err != nil {
-			t.Fatal(err)
-		}
-		if got := readN(t, r.server, len(q)); !bytes.Equal(got, q) {
-			t.Fatalf("the engine read %q, want %q", got, q)
-		}
-		if _, err := r.server.Write(z); err != nil {
-			t.Fatal(err)
-		}
-		if got := readN(t, r.client, len(z)); !bytes.Equal(got, z) {
-			t.Fatalf("the client read %q, want %q", got, z)
-		}
-	}
-	exchange()
+	r.exchange(t)
 	before := l.writeClocks.Load()
 	const n = 40
 	for range n {
-		exchange()
+		r.exchange(t)
 	}
 	// A send the loop finds no room for is loud (its clock runs): a few at most.
 	if clocks := l.writeClocks.Load() - before; clocks > n/4 {
