@@ -277,7 +277,7 @@ func (m *tableModel) check(rt *rapid.T) {
 			what      string
 			table, is int
 		}{
-			{"held", t.held[c], held[c]}, {"idle", len(t.idleOf(c)), idle[c]}, {"asking", t.asking[c], asking[c]},
+			{"held", t.heldOf(c), held[c]}, {"idle", len(t.idleOf(c)), idle[c]}, {"asking", t.asking[c], asking[c]},
 			{"local", t.local[c], local[c]},
 		} {
 			if n.table != n.is {
