@@ -18,11 +18,13 @@ import (
 type leaseTable struct {
 	c      tableConfig
 	nextID uint64
-	slots  map[uint64]*slotState // live slots (leased, not yet released), by id
-	ids    []uint64              // slots' keys in order (ids only grow)
-	// idsLent: sortedIDs gave ids out, and a caller may be ranging over it, so a removal makes a
-	// new list instead of writing this one in place (once per keeper run, not per release).
-	idsLent bool
+	// live holds the live slots (leased, not yet released) in the order of their ids (ids only
+	// grow): a release finds its slot by a binary search, with no map to write twice a
+	// statement.
+	live []*slotState
+	// liveLent: liveSlots gave live out, and a caller may be ranging over it, so a removal makes
+	// a new list instead of writing this one in place (once per keeper run, not per release).
+	liveLent bool
 	// held counts leased slots per cluster, live or fenced, until released. A count is a
 	// pointer, which its slots keep (slotState.held): the idle path takes and releases a lease
 	// per statement without looking the cluster's name up (heldOf reads a count).
@@ -225,7 +227,6 @@ func cmpOr[T any](a, b *T) *T {
 func newLeaseTable(c tableConfig) *leaseTable {
 	return &leaseTable{
 		c:       c,
-		slots:   map[uint64]*slotState{},
 		held:    map[string]*int{},
 		local:   map[string]int{},
 		pending: map[string]int{},
@@ -309,8 +310,8 @@ func (t *leaseTable) suspectGrant(cluster string, l Lease) string {
 	case t.ended.has(ref):
 		return answerEnded
 	}
-	for _, id := range t.ids {
-		if t.slots[id].hl.lease.Ref() == ref {
+	for _, s := range t.live {
+		if s.hl.lease.Ref() == ref {
 			return answerDuplicate
 		}
 	}
@@ -358,8 +359,7 @@ func (t *leaseTable) addSlotHeld(s *slotState, hl *heldLease, affinity uint64, h
 	t.nextID++
 	*s = slotState{id: t.nextID, hl: hl, affinity: affinity, held: held}
 	s.onLost = s.hook[:0]
-	t.slots[s.id] = s
-	t.ids = append(t.ids, s.id) // past the end of any list sortedIDs gave out
+	t.live = append(t.live, s) // past the end of any list liveSlots gave out
 	*held++
 	return s
 }
@@ -488,12 +488,11 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 	s.released = true
 	s.onLost, s.hook = nil, [1]func(){} // never run now (fence sees live slots only): what they reach is let go
 	c := s.hl.lease.Cluster
-	delete(t.slots, s.id)
-	if i, ok := slices.BinarySearch(t.ids, s.id); ok {
-		if t.idsLent {
-			t.ids, t.idsLent = slices.Concat(t.ids[:i], t.ids[i+1:]), false
+	if i, ok := t.liveIndex(s.id); ok {
+		if t.liveLent {
+			t.live, t.liveLent = slices.Concat(t.live[:i], t.live[i+1:]), false
 		} else {
-			t.ids = slices.Delete(t.ids, i, i+1)
+			t.live = slices.Delete(t.live, i, i+1)
 		}
 	}
 	hp := s.held
@@ -860,8 +859,7 @@ func (t *leaseTable) watched(clusters, uncontended []string, end watchEnd, sent,
 // query is told to stop (its OnLost callbacks), under overrun it is let finish and counted.
 func (t *leaseTable) fence(now time.Time) effects {
 	var e effects
-	for _, id := range t.sortedIDs() {
-		s := t.slots[id]
+	for _, s := range t.liveSlots() {
 		if s.lost || s.overrun || now.Before(s.hl.fenceAt) {
 			continue
 		}
@@ -887,8 +885,7 @@ func (t *leaseTable) dueRenewals(now time.Time) []*slotState {
 	var due []*slotState
 	carried := map[string]bool{}     // clusters with a renewal due: it carries the check
 	check := map[string]*slotState{} // per cluster whose check is due, the slot to renew
-	for _, id := range t.sortedIDs() {
-		s := t.slots[id]
+	for _, s := range t.liveSlots() {
 		c := s.hl.lease.Cluster
 		switch {
 		case s.lost || s.overrun:
@@ -941,8 +938,7 @@ func (t *leaseTable) beginRenewals(slots []*slotState, now time.Time) (live []*s
 			ch.reused = false
 		}
 	}
-	for _, id := range t.sortedIDs() {
-		o := t.slots[id]
+	for _, o := range t.liveSlots() {
 		if !o.lost && !o.overrun && (fenceFirst.IsZero() || o.hl.fenceAt.Before(fenceFirst)) {
 			fenceFirst = o.hl.fenceAt
 		}
@@ -1004,8 +1000,7 @@ func (t *leaseTable) nextWork(now time.Time) time.Time {
 		}
 	}
 	live := map[string]bool{} // clusters with a live slot
-	for _, id := range t.sortedIDs() {
-		s := t.slots[id]
+	for _, s := range t.liveSlots() {
 		if !s.lost && !s.overrun {
 			earliest(s.hl.renewAt)
 			earliest(s.hl.fenceAt)
@@ -1041,12 +1036,25 @@ func sortedKeys[V any](buf []string, m map[string]V) []string {
 // clusterKeysOnStack is how many clusters sortedKeys' callers make room for on their stacks.
 const clusterKeysOnStack = 8
 
-// sortedIDs lists live slot ids in order, so that no decision depends on map iteration. The
-// list is the table's (not to be written to, and not written in place while lent): the keeper
-// reads it three times a run.
-func (t *leaseTable) sortedIDs() []uint64 {
-	t.idsLent = true
-	return t.ids
+// liveSlots lists the live slots in the order of their ids. The list is the table's (not to be
+// written to, and not written in place while lent): the keeper reads it three times a run.
+func (t *leaseTable) liveSlots() []*slotState {
+	t.liveLent = true
+	return t.live
+}
+
+// liveIndex is where the live slot of id is in live, if it is there.
+func (t *leaseTable) liveIndex(id uint64) (int, bool) {
+	lo, hi := 0, len(t.live)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.live[m].id < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(t.live) && t.live[lo].id == id
 }
 
 // -------------------------------------------------------------------------------- releases
