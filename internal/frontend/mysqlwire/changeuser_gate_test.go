@@ -35,14 +35,7 @@ func rawLogin(t *testing.T, addr, user, password string) *rawSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caps := uint32(gomysql.CLIENT_PROTOCOL_41 | gomysql.CLIENT_SECURE_CONNECTION | gomysql.CLIENT_PLUGIN_AUTH | gomysql.CLIENT_LONG_PASSWORD | gomysql.CLIENT_TRANSACTIONS)
-	resp := binary.LittleEndian.AppendUint32(nil, caps)
-	resp = binary.LittleEndian.AppendUint32(resp, 1<<24)
-	resp = append(append(resp, 33), make([]byte, 23)...)
-	resp = append(resp, user+"\x00"...)
-	scramble := gomysql.CalcNativePassword(g.salt, []byte(password))
-	resp = append(append(resp, byte(len(scramble))), scramble...)
-	resp = append(resp, gomysql.AUTH_NATIVE_PASSWORD+"\x00"...)
+	resp := pluginResponse(user, gomysql.CalcNativePassword(g.salt, []byte(password)), gomysql.AUTH_NATIVE_PASSWORD)
 	if _, err := nc.Write(framePacket(resp, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +43,18 @@ func rawLogin(t *testing.T, addr, user, password string) *rawSession {
 		t.Fatalf("login as %s: %q", user, p)
 	}
 	return &rawSession{t: t, nc: nc, salt: g.salt}
+}
+
+// pluginResponse is a HandshakeResponse41 of a client of the auth plugins logging in as user
+// with the auth response scramble for plugin.
+func pluginResponse(user string, scramble []byte, plugin string) []byte {
+	caps := uint32(gomysql.CLIENT_PROTOCOL_41 | gomysql.CLIENT_SECURE_CONNECTION | gomysql.CLIENT_PLUGIN_AUTH | gomysql.CLIENT_LONG_PASSWORD | gomysql.CLIENT_TRANSACTIONS)
+	resp := binary.LittleEndian.AppendUint32(nil, caps)
+	resp = binary.LittleEndian.AppendUint32(resp, 1<<24)
+	resp = append(append(resp, 33), make([]byte, 23)...)
+	resp = append(resp, user+"\x00"...)
+	resp = append(append(resp, byte(len(scramble))), scramble...)
+	return append(resp, plugin+"\x00"...)
 }
 
 // command sends one command packet and returns the first packet of the answer.
