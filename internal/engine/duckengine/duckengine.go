@@ -488,8 +488,10 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		}
 		return e.execute(ctx, q)
 	}
+	ended := e.writes.working() // the statement's run; each read of its rows after (reading)
 	rows, err := e.execute(ctx, q)
-	return withWrites(rows, err, release)
+	ended()
+	return withWrites(e.writes.reading(rows, err), err, release)
 }
 
 func (e *Engine) execute(ctx context.Context, q *query.Request) (query.Rows, error) {

@@ -73,12 +73,19 @@ func (l *writeLock) now() time.Duration {
 	return time.Since(l.origin) //determinism:ok as above
 }
 
-// working marks a statement of the lock's holder begun (or a result of it still being read);
-// the func it returns marks it ended. A waiter gives up only on a holder with nothing under
-// way that began or ended nothing for idleAfter.
-func (l *writeLock) working() func() {
+// working marks a statement of the lock's holder begun (or a read of its result); the func
+// it returns marks it ended. A waiter gives up only on a holder with nothing under way that
+// began or ended nothing for idleAfter.
+func (l *writeLock) working() func() { return l.workingAs(0) }
+
+// workingAs is working for holder (0: whoever holds the lock): nothing when the lock is
+// another's by now (a result read after its transaction ended is no one's work).
+func (l *writeLock) workingAs(holder uint64) func() {
 	l.mu.Lock()
-	token := l.rules.begin(l.now())
+	token := uint64(0)
+	if holder == 0 || holder == l.rules.holder {
+		token = l.rules.begin(l.now())
+	}
 	l.mu.Unlock()
 	var once sync.Once
 	return func() {
@@ -414,10 +421,6 @@ func (s *session) statementTimeoutOf(q *query.Request) time.Duration {
 // writeLocked runs a PostgreSQL client's statement in the session under the write lock
 // when it writes, taking it first if the session does not hold it yet.
 func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(context.Context, *query.Request) (query.Rows, error)) (query.Rows, error) {
-	if s.streaming != nil { // the last result is read, or held in memory before this runs
-		s.streaming()
-		s.streaming = nil
-	}
 	write, nowait, what := writeIntent(q)
 	if isMySQL(q) {
 		write, nowait = mysqlWriteIntent(q)
@@ -460,9 +463,9 @@ func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(co
 	}
 	before := s.status
 	rows, err := run(ctx, q)
-	rows = stillWorking(rows, err, ended)
+	ended()
 	if s.writing {
-		s.streaming = ended
+		rows = s.e.writes.reading(rows, err)
 	}
 	switch {
 	case s.status == 'T' && before == 'T':
@@ -517,18 +520,38 @@ func (e *Engine) writeTurn(ctx context.Context, q *query.Request) (context.Conte
 	case err != nil:
 		return ctx, nil, err
 	}
-	ended := e.writes.working() // one statement holds it: at work until its rows are read
-	return context.WithValue(ctx, heldWrites{}, true), func() { ended(); e.writes.release() }, nil
+	return context.WithValue(ctx, heldWrites{}, true), e.writes.release, nil
 }
 
-// stillWorking is a holder's statement's result, its statement at work (writeLock.working)
-// until its rows are read or closed: a holder streaming a long result is not idle.
-func stillWorking(rows query.Rows, err error, ended func()) query.Rows {
+// reading is a holder's statement's result whose every read is the holder's work
+// (writeLock.working): a holder streaming a long result is not idle while its client reads,
+// and one whose client left the result unread is idle idleAfter after its last read, as one
+// that sent nothing is (before, an unread result kept its holder at work, and every writer
+// waiting, until the session's next statement).
+func (l *writeLock) reading(rows query.Rows, err error) query.Rows {
 	if err != nil || rows == nil || rows.Schema() == nil {
-		ended()
 		return rows
 	}
-	return &writeRows{Rows: rows, release: ended}
+	l.mu.Lock()
+	holder := l.rules.holder
+	l.mu.Unlock()
+	if holder == 0 {
+		return rows
+	}
+	return &readingRows{Rows: rows, l: l, holder: holder}
+}
+
+// readingRows marks each read of its rows its holder's work.
+type readingRows struct {
+	query.Rows
+	l      *writeLock
+	holder uint64
+}
+
+func (r *readingRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	done := r.l.workingAs(r.holder)
+	defer done()
+	return r.Rows.Next(ctx)
 }
 
 // withWrites is a statement's result holding the write lock until its rows are read or closed.

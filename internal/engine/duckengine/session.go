@@ -78,10 +78,7 @@ type session struct {
 	// keepSnapshot: REPEATABLE READ or SERIALIZABLE; localLockTimeout: SET LOCAL lock_timeout
 	// (pgwritelock.go).
 	writing, snapshot, plainSoFar, keepSnapshot bool
-	// streaming ends the holder's last statement's work (writeLock.working) if its result
-	// is still being read.
-	streaming        func()
-	localLockTimeout *time.Duration
+	localLockTimeout                            *time.Duration
 	// localDeadlockTimeout: SET LOCAL deadlock_timeout (pgdeadlock.go).
 	localDeadlockTimeout *time.Duration
 	// lockWaited is how long a MySQL client's last write waited for the write lock, of its
