@@ -8,7 +8,10 @@
 # "direct" (MariaDB itself: no target process is measured). Prints qps, p50
 # and p99 (from benchclient) and the target's CPU per statement (/proc/PID/stat). MODE: plain;
 # pprof (a CPU profile of a -tags benchpprof build to $OUT.prof); perf (perf record -g to
-# $OUT.perf); trace (strace -f -tt -T of the
+# $OUT.perf; PERF_EVENTS=a,b records those events instead of the CPU clock, such as
+# raw_syscalls:sys_enter: where the system calls come from); allocs (the allocations of the run, a -tags benchpprof build under
+# GODEBUG=memprofilerate=1, to $OUT.allocs0 and $OUT.allocs: go tool pprof -base $OUT.allocs0
+# -sample_index=alloc_objects -top reads where they are made); trace (strace -f -tt -T of the
 # target for one second, to $OUT.trace); strace (strace -c -f of the target for SECS-1 seconds, calls per statement); cg
 # (valgrind's callgrind, counting from the end of the warm-up: user-space instructions per
 # statement, which the machine's load does not change, to $OUT.cg; callgrind_annotate reads it
@@ -85,7 +88,8 @@ SP=
 case $MODE in
 cg) callgrind_control -i on $PID >/dev/null ;;
 pprof) (sleep 1; curl -s -o "$OUT.prof" "http://127.0.0.1:$PP/debug/pprof/profile?seconds=$((SECS-2))") & SP=$! ;;
-perf) perf record -g -o "$OUT.perf" -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
+allocs) curl -s -o "$OUT.allocs0" "http://127.0.0.1:$PP/debug/pprof/allocs?gc=1" ;;
+perf) perf record -g ${PERF_EVENTS:+-e "$PERF_EVENTS"} -o "$OUT.perf" -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
 strace) timeout $((SECS-1)) strace -c -f -p $PID -o "$OUT.strace" 2>/dev/null & SP=$! ;;
 trace) (sleep 1; timeout 1 strace -f -tt -T -p $PID -o "$OUT.trace" 2>/dev/null) & SP=$! ;;
 stat) perf stat -e "${EVENTS:-}"'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_tgkill,syscalls:sys_enter_clock_gettime,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_fcntl,context-switches,cpu-migrations' -p $PID -o "$OUT.stat" -- sleep "$SECS" & SP=$! ;;
@@ -94,6 +98,7 @@ read -r p50 p99 qps < <("$TMP/benchclient" -dsn "$DSN" -query "$QUERY" -c "$C" -
 t1=$(ticks "$PID")
 read -r tv1 tn1 < <(tswitches "$PID")
 ms1=$(mswitches) m1=$(mallocs)
+[ "$MODE" = allocs ] && curl -s -o "$OUT.allocs" "http://127.0.0.1:$PP/debug/pprof/allocs?gc=1"
 [ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
 [ -n "$SP" ] && { wait $SP || true; }
 n=$((qps * SECS))

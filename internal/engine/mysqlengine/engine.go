@@ -265,7 +265,7 @@ func (e *Engine) dialWith(ctx context.Context, dialer client.Dialer, flags connF
 	var g *greetConn
 	dialer = greeter(dialer, flags&flagExtendedMetadata != 0, &g)
 	c, err := client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, dialer, opts...)
-	for err != nil && atConnectionLimit(err) && ctx.Err() == nil && e.shedIdle() { // shed.go
+	for refused := time.Now(); err != nil && atConnectionLimit(err) && e.makeRoom(ctx, refused); { // shed.go
 		c, err = client.ConnectWithDialer(ctx, "", e.cfg.Addr, e.cfg.User, e.cfg.Password, e.cfg.Database, dialer, opts...)
 	}
 	if err != nil { // names the address, user and database: for the log only

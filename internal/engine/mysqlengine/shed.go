@@ -1,6 +1,7 @@
 package mysqlengine
 
 import (
+	"context"
 	"net"
 	"time"
 
@@ -16,11 +17,39 @@ import (
 // then refuse the client's next statement its loop connection, and a statement's idle loop
 // connection the next describe. A dial the server refuses for its limit sheds an idle
 // connection (closed with COM_QUIT, its end awaited, so the server has counted it out) and is
-// tried again, while any is idle or held.
+// tried again, while any is idle or held. With none, it is tried again for shedWait: a
+// connection that was just closed (a health check's own, a client's that left, another
+// process's) still counts at the server until its thread has seen the close.
 
-// shedWait bounds the wait for the server to end a shed connection, and for a held one to be
-// given back.
+// shedWait bounds the wait for the server to end a shed connection, for a held one to be
+// given back, and for a dial refused with nothing to shed.
 const shedWait = time.Second
+
+// limitRetryPause spaces the dials tried again while nothing can be shed.
+const limitRetryPause = 20 * time.Millisecond
+
+// makeRoom is asked after the server refused a dial for its connection limit, first at
+// refused: true when the dial is worth trying again, an idle connection shed or, with none,
+// after a pause within shedWait of the first refusal.
+func (e *Engine) makeRoom(ctx context.Context, refused time.Time) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if e.shedIdle() {
+		return true
+	}
+	if time.Since(refused) >= shedWait {
+		return false
+	}
+	pause := time.NewTimer(limitRetryPause)
+	defer pause.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-pause.C:
+		return true
+	}
+}
 
 // atConnectionLimit: err is the server refusing a login for its connection limit.
 func atConnectionLimit(err error) bool {
