@@ -31,3 +31,35 @@ func TestMySQLBoolLiterals(t *testing.T) {
 		}
 	}
 }
+
+func TestMySQLInsertReturning(t *testing.T) {
+	lookup := notNullLookup{schema: "db", generated: func(table string) string {
+		if table == `"db"."t"` {
+			return "id"
+		}
+		return ""
+	}}
+	for _, c := range []struct {
+		in, want string
+		returns  bool
+	}{
+		{"insert into t (name, ok) values ('a', 1), ('b', 0);", `insert into t (name, ok) values ('a', 1), ('b', 0) RETURNING "id"`, true},
+		{"INSERT INTO t (name) VALUES ('a') ON CONFLICT DO NOTHING", `INSERT INTO t (name) VALUES ('a') ON CONFLICT DO NOTHING RETURNING "id"`, true},
+		{"insert into t (id, name) values (7, 'a')", "", false},
+		{`insert into t ("id", name) values (7, 'a')`, "", false},
+		{"insert into t values (7, 'a')", "", false},
+		{"insert into t (name) values ('a') on conflict (name) do update set name = 'b'", "", false},
+		{"insert into t (name) values ('a') returning name", "", false},
+		{"insert into t (name) select name from u", "", false},
+		{"insert into u (name) values ('a')", "", false},
+		{"update t set name = 'a'", "", false},
+	} {
+		got, returns := mysqlInsertReturning(c.in, lookup)
+		if !c.returns {
+			c.want = c.in
+		}
+		if got != c.want || returns != c.returns {
+			t.Errorf("%s:\n got  %s %v\n want %s %v", c.in, got, returns, c.want, c.returns)
+		}
+	}
+}

@@ -33,7 +33,8 @@ const QUERY = "select 1 as one, 1+1 as two, 7/2 as half, 1.5 as d, 'abc' as s, c
   await step('query', async () => { const [r, f] = await conn.query(QUERY, [1]); return [rowsOf(r), fieldsOf(f)]; });
   await step('execute', async () => { const [r, f] = await conn.execute(QUERY, [1]); return [rowsOf(r), fieldsOf(f)]; });
   await step('begin', () => conn.beginTransaction().then(() => true));
-  await step('insert', async () => { const [r] = await conn.query('insert into cs_t (name, price, ok) values (?, ?, ?)', ['m', '3.25', true]); return r.affectedRows; });
+  await step('insert', async () => { const [r] = await conn.query('insert into cs_t (name, price, ok) values (?, ?, ?)', ['m', '3.25', true]); return [r.affectedRows, r.insertId]; });
+  await step('insert prepared', async () => { const [r] = await conn.execute('insert into cs_t (name, born) values (?, ?)', ['p', '2021-03-04']); return [r.affectedRows, r.insertId]; });
   await step('update', async () => { const [r] = await conn.execute('update cs_t set price = ? where ok = 1 and name = ?', ['4.50', 'm']); return r.affectedRows; });
   await step('rollback', () => conn.rollback().then(() => true));
   await step('count', async () => { const [r] = await conn.query('select count(*) as c from cs_t'); return rowsOf(r); });
