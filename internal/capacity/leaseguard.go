@@ -639,7 +639,7 @@ func refsOf(batch []queuedRelease) []LeaseRef {
 func (g *LeaseGuard) Held(cluster string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.t.held[cluster] + len(g.t.idleOf(cluster))
+	return g.t.heldOf(cluster) + len(g.t.idleOf(cluster))
 }
 
 // Idle is the number of idle leases this node keeps for cluster.
