@@ -8,7 +8,10 @@
 # "direct" (MariaDB itself: no target process is measured). Prints qps, p50
 # and p99 (from benchclient) and the target's CPU per statement (/proc/PID/stat). MODE: plain;
 # pprof (a CPU profile of a -tags benchpprof build to $OUT.prof); perf (perf record -g to
-# $OUT.perf); trace (strace -f -tt -T of the
+# $OUT.perf; PERF_EVENTS=a,b records those events instead of the CPU clock, such as
+# raw_syscalls:sys_enter: where the system calls come from); allocs (the allocations of the run, a -tags benchpprof build under
+# GODEBUG=memprofilerate=1, to $OUT.allocs0 and $OUT.allocs: go tool pprof -base $OUT.allocs0
+# -sample_index=alloc_objects -top reads where they are made); trace (strace -f -tt -T of the
 # target for one second, to $OUT.trace); strace (strace -c -f of the target for SECS-1 seconds, calls per statement); cg
 # (valgrind's callgrind, counting from the end of the warm-up: user-space instructions per
 # statement, which the machine's load does not change, to $OUT.cg; callgrind_annotate reads it
@@ -16,7 +19,8 @@
 # /tmp/myprobe. BENCHCLIENT=PATH runs a benchclient built elsewhere. stat (perf stat of the
 # target's system calls by tracepoint and its context switches, per statement; EVENTS="a,b," counts
 # those events too, such as io_uring's tracepoints). Every mode also
-# prints the target's context switches per statement (all its threads, voluntary/involuntary),
+# prints the target's context switches per statement (all its threads, voluntary/involuntary), its
+# minor page faults per statement (a fresh daemon's history store faults its pages in as it fills),
 # the machine's, and for a daemon its allocations per statement (go_memstats_mallocs_total).
 set -euo pipefail
 BIN=$1 SECS=$2 MODE=${3:-plain} OUT=${OUT:-/tmp/myprobe} C=${C:-8} QUERY=${QUERY:-SELECT 1}
@@ -74,18 +78,21 @@ if [ -n "$PID" ]; then
 fi
 if [ "${WARM:-3}" -gt 0 ]; then "$TMP/benchclient" -dsn "$DSN" -query "$QUERY" -c "$C" -d "${WARM:-3}s" >/dev/null; fi
 ticks() { if [ -n "$1" ]; then awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; else echo 0; fi; }
+minflt() { if [ -n "$1" ]; then awk '{sub(/.*\) /, ""); print $8}' /proc/$1/stat; else echo 0; fi; }
 tswitches() { if [ -n "$1" ]; then cat /proc/$1/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/{v+=$2} /^nonvoluntary_ctxt_switches/{n+=$2} END{print v+0, n+0}'; else echo 0 0; fi; }
 mswitches() { awk '/^ctxt/{print $2}' /proc/stat; }
 isdaemon() { case $BIN in direct | loop-relay | loop-ring | haproxy) return 1 ;; esac; }
 mallocs() { if isdaemon; then curl -s http://127.0.0.1:$AD/metrics | awk '/^go_memstats_mallocs_total /{print $2}'; else echo 0; fi; }
 read -r tv0 tn0 < <(tswitches "$PID")
 ms0=$(mswitches) m0=$(mallocs)
+f0=$(minflt "$PID")
 t0=$(ticks "$PID")
 SP=
 case $MODE in
 cg) callgrind_control -i on $PID >/dev/null ;;
 pprof) (sleep 1; curl -s -o "$OUT.prof" "http://127.0.0.1:$PP/debug/pprof/profile?seconds=$((SECS-2))") & SP=$! ;;
-perf) perf record -g -o "$OUT.perf" -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
+allocs) curl -s -o "$OUT.allocs0" "http://127.0.0.1:$PP/debug/pprof/allocs?gc=1" ;;
+perf) perf record -g ${PERF_EVENTS:+-e "$PERF_EVENTS"} -o "$OUT.perf" -p $PID -- sleep $((SECS-1)) >/dev/null 2>&1 & SP=$! ;;
 strace) timeout $((SECS-1)) strace -c -f -p $PID -o "$OUT.strace" 2>/dev/null & SP=$! ;;
 trace) (sleep 1; timeout 1 strace -f -tt -T -p $PID -o "$OUT.trace" 2>/dev/null) & SP=$! ;;
 stat) perf stat -e "${EVENTS:-}"'syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_tgkill,syscalls:sys_enter_clock_gettime,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_fcntl,context-switches,cpu-migrations' -p $PID -o "$OUT.stat" -- sleep "$SECS" & SP=$! ;;
@@ -94,11 +101,13 @@ read -r p50 p99 qps < <("$TMP/benchclient" -dsn "$DSN" -query "$QUERY" -c "$C" -
 t1=$(ticks "$PID")
 read -r tv1 tn1 < <(tswitches "$PID")
 ms1=$(mswitches) m1=$(mallocs)
+f1=$(minflt "$PID")
+[ "$MODE" = allocs ] && curl -s -o "$OUT.allocs" "http://127.0.0.1:$PP/debug/pprof/allocs?gc=1"
 [ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
 [ -n "$SP" ] && { wait $SP || true; }
 n=$((qps * SECS))
 echo "bin=$(basename "$BIN") c=$C qps=$qps p50_us=$p50 p99_us=$p99 n=$n cpu_us_per_stmt=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg)"
-awk -v n=$n -v a=$tv0 -v b=$tv1 -v c=$tn0 -v d=$tn1 -v e=$ms0 -v f=$ms1 -v g=$m0 -v h=$m1 'BEGIN{printf "target_switches_per_stmt=%.3f/%.3f machine_switches_per_stmt=%.2f mallocs_per_stmt=%.2f\n", (b-a)/n, (d-c)/n, (f-e)/n, (h-g)/n}'
+awk -v n=$n -v a=$tv0 -v b=$tv1 -v c=$tn0 -v d=$tn1 -v e=$ms0 -v f=$ms1 -v g=$m0 -v h=$m1 -v i=$f0 -v j=$f1 'BEGIN{printf "target_switches_per_stmt=%.3f/%.3f machine_switches_per_stmt=%.2f mallocs_per_stmt=%.2f minor_faults_per_stmt=%.3f\n", (b-a)/n, (d-c)/n, (f-e)/n, (h-g)/n, (j-i)/n}'
 if [ "$MODE" = stat ]; then
 	# counted over SECS seconds beside a run of SECS: per statement at the run's rate
 	awk -v n=$n '/syscalls|context|migrations|:/{gsub(",","",$1); if ($1 ~ /^[0-9]+$/) printf "%s %.3f\n", $2, $1/n}' "$OUT.stat"

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/refusallog"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
@@ -154,10 +154,13 @@ type API struct {
 	mayWait func(holder string) (done func(), ok bool)
 	// fleet is the id every granted lease carries (WithFleet); nil: none.
 	fleet *Fleet
-	// refusedLog is, by operation, reason and worker, the last line logging a refusal (refusedNow).
-	refusedMu  sync.Mutex
-	refusedLog map[string]refusedLine
+	// refusedLog is when refusals were last logged, by operation, reason and worker (refusedNow).
+	refusedLog refusallog.Limiter[refusalKind]
 }
+
+// refusalKind is a kind of refusal logged once a minute: a worker's refused operation, for
+// reason.
+type refusalKind struct{ op, reason, worker string }
 
 // WithFleet makes every lease the API grants carry f's id (Lease.Fleet), for its engine tag.
 // Call it before serving.
@@ -709,61 +712,18 @@ func (a *API) badRequest(w http.ResponseWriter, op, caller string, err error) {
 	workerapi.WriteBadRequest(w, err)
 }
 
-// refusedLogEvery is how often a kind of refusal (an operation and a reason) of one worker is
-// logged: a worker that sends what it should not in a loop cannot flood the log, and another
-// worker's refusals still name it within the minute.
-const refusedLogEvery = time.Minute
-
-// refusedKindsMax bounds refusedLog: past it, kinds not logged within refusedLogEvery are
-// forgotten (their next refusal is logged at once), and all of them if that is not enough.
-const refusedKindsMax = 4096
-
 // refusedMsg is the log line of a refusal that has no line of its own.
 const refusedMsg = "capacity: refused a worker's lease request"
 
 // refusedNow counts a refusal of caller's op for reason, and logs it as msg unless a line of its
-// kind was written in the last refusedLogEvery; the next line says how many came meanwhile.
+// kind was written within the limiter's period (a minute); the next line says how many came
+// meanwhile.
 func (a *API) refusedNow(op, reason, caller, msg string, err error) {
 	a.metrics.Refused.WithLabelValues(op, reason).Inc()
-	key, now := op+" "+reason+" "+caller, a.env.Now()
-	a.refusedMu.Lock()
-	if a.refusedLog == nil || len(a.refusedLog) >= refusedKindsMax {
-		a.refusedLog = recentRefusals(a.refusedLog, now)
-	}
-	line := a.refusedLog[key]
-	line.count++
-	due := line.at.IsZero() || now.Sub(line.at) >= refusedLogEvery
-	if due {
-		a.refusedLog[key] = refusedLine{at: now}
-	} else {
-		a.refusedLog[key] = line
-	}
-	a.refusedMu.Unlock()
-	if due {
+	if line, due := a.refusedLog.Note(refusalKind{op, reason, caller}, "", err, a.env.Now()); due {
 		a.env.Logger().Warn(msg, "op", op, "reason", reason,
-			"worker", caller, "refused", line.count, "err", err, "nextLineAfter", refusedLogEvery)
+			"worker", caller, "refused", line.Count, "err", err, "nextLineAfter", refusallog.DefaultEvery)
 	}
-}
-
-// recentRefusals is lines without the kinds last logged refusedLogEvery ago or more (an empty
-// map when what is left would still be refusedKindsMax or more).
-func recentRefusals(lines map[string]refusedLine, now time.Time) map[string]refusedLine {
-	kept := map[string]refusedLine{}
-	for k, l := range lines { //determinism:ok a filter into another map: order changes nothing
-		if now.Sub(l.at) < refusedLogEvery {
-			kept[k] = l
-		}
-	}
-	if len(kept) >= refusedKindsMax {
-		return map[string]refusedLine{}
-	}
-	return kept
-}
-
-// refusedLine is one kind of refusal's last log line and the refusals since.
-type refusedLine struct {
-	at    time.Time
-	count int
 }
 
 // foreign counts and logs a request for leases the caller does not hold.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/queryflux/queryflux/internal/invariants"
 )
@@ -28,8 +29,11 @@ type AtOnce interface {
 // without a round trip: TakeIdle answers nil, at once, when it has none for cluster. spare is a
 // slot of the guard that its caller released and holds no more, not even to ask it anything
 // (nil: none): the answer may be that memory again, sparing an allocation per leased statement.
+// now is the caller's reading of the guard's clock for this admission (the proxy core's, taken
+// as it began): the lease's hold and reuse window are judged at it, sparing a clock read per
+// leased statement.
 type IdleTaker interface {
-	TakeIdle(ctx context.Context, cluster string, limit int, spare Slot) Slot
+	TakeIdle(ctx context.Context, cluster string, limit int, spare Slot, now time.Time) Slot
 }
 
 // Slot is one running query's claim on a cluster.

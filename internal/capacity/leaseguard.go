@@ -333,7 +333,7 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if s := g.TakeIdle(ctx, cluster, limit, nil); s != nil {
+	if s := g.TakeIdle(ctx, cluster, limit, nil, g.o.Env.Now()); s != nil {
 		return s, nil
 	}
 	affinity := query.Affinity(ctx)
@@ -586,11 +586,11 @@ func (g *LeaseGuard) unavailable(cluster string, limit int, err error) (Slot, er
 // TakeIdle implements IdleTaker: an idle lease of cluster as a slot (the one last used by
 // ctx's query.Affinity when it is idle), or nil, without a round trip. The slot is spare's
 // memory when spare is a released slot of g's (an event loop's client hands back its last one).
-func (g *LeaseGuard) TakeIdle(ctx context.Context, cluster string, limit int, spare Slot) Slot {
+// now is the caller's reading of g's clock (IdleTaker).
+func (g *LeaseGuard) TakeIdle(ctx context.Context, cluster string, limit int, spare Slot, now time.Time) Slot {
 	if !g.t.c.Reuse {
 		return nil
 	}
-	now := g.o.Env.Now()
 	ls, _ := spare.(*leaseSlot)
 	g.mu.Lock()
 	if ls == nil || ls.g != g || !ls.st.released { // the table forgets a slot at its release
@@ -639,7 +639,7 @@ func refsOf(batch []queuedRelease) []LeaseRef {
 func (g *LeaseGuard) Held(cluster string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.t.held[cluster] + len(g.t.idleOf(cluster))
+	return g.t.heldOf(cluster) + len(g.t.idleOf(cluster))
 }
 
 // Idle is the number of idle leases this node keeps for cluster.

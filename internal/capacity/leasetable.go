@@ -18,15 +18,20 @@ import (
 type leaseTable struct {
 	c      tableConfig
 	nextID uint64
-	slots  map[uint64]*slotState // live slots (leased, not yet released), by id
-	ids    []uint64              // slots' keys in order (ids only grow)
-	// idsLent: sortedIDs gave ids out, and a caller may be ranging over it, so a removal makes a
-	// new list instead of writing this one in place (once per keeper run, not per release).
-	idsLent bool
-	held    map[string]int // leased slots per cluster, live or fenced, until released
-	local   map[string]int // slots granted without a lease (onUnavailable: localLimits)
-	queue   []queuedRelease
-	full    bool // the release queue hit its bound (reported once until it has room again)
+	// live holds the live slots (leased, not yet released) in the order of their ids (ids only
+	// grow): a release finds its slot by a binary search, with no map to write twice a
+	// statement.
+	live []*slotState
+	// liveLent: liveSlots gave live out, and a caller may be ranging over it, so a removal makes
+	// a new list instead of writing this one in place (once per keeper run, not per release).
+	liveLent bool
+	// held counts leased slots per cluster, live or fenced, until released. A count is a
+	// pointer, which its slots keep (slotState.held): the idle path takes and releases a lease
+	// per statement without looking the cluster's name up (heldOf reads a count).
+	held  map[string]*int
+	local map[string]int // slots granted without a lease (onUnavailable: localLimits)
+	queue []queuedRelease
+	full  bool // the release queue hit its bound (reported once until it has room again)
 	// pending counts, per cluster, releases queued or in flight: the control plane still counts
 	// those leases, so an acquire that they would push over the cap is denied without asking.
 	pending map[string]int
@@ -39,7 +44,9 @@ type leaseTable struct {
 	unreachableUntil time.Time
 	// idle holds released leases kept for the next acquire of their cluster (counted as held),
 	// idleN how many in all. checks holds, per cluster, what the control plane last said about
-	// contention there; absent means keep nothing idle.
+	// contention there; absent means keep nothing idle. A lease idles only while its cluster's
+	// check says uncontended, so a cluster with idle leases has a check, which points at its
+	// list too (clusterCheck.idle, set and cleared with the map's entry).
 	idle     map[string]*[]idleLease // a list's memory: the idle path appends and takes without a map write
 	idleN    int
 	reaperAt time.Time // when the idle reaper wakes next (zero: when told)
@@ -132,6 +139,7 @@ type slotState struct {
 	// otherwise): a cluster's check, once made, is never replaced, so release need not look
 	// it up again.
 	check *clusterCheck
+	held  *int // its cluster's held count (leaseTable.held), while the slot counts in it
 
 	released bool
 	lost     bool // fenced, query told to stop (cancel)
@@ -154,7 +162,8 @@ type clusterCheck struct {
 	at        time.Time // when the request that brought the answer was sent
 	reuseTill time.Time // at + leaseReuseWindow (uncontendedAt, twice per leased statement)
 	contended bool
-	reused    bool // a lease was taken from idle since the last renewal of the cluster was sent
+	idle      *[]idleLease // leaseTable.idle's entry of the cluster (nil: none)
+	reused    bool         // a lease was taken from idle since the last renewal of the cluster was sent
 	// watchedUntil: a watch of the cluster is in flight, and until then its answer, at once
 	// on contention, would have come back (its wait and leaseReuseWindow from when it was
 	// sent): no answer yet means uncontended.
@@ -218,8 +227,7 @@ func cmpOr[T any](a, b *T) *T {
 func newLeaseTable(c tableConfig) *leaseTable {
 	return &leaseTable{
 		c:       c,
-		slots:   map[uint64]*slotState{},
-		held:    map[string]int{},
+		held:    map[string]*int{},
 		local:   map[string]int{},
 		pending: map[string]int{},
 		asking:  map[string]int{},
@@ -249,7 +257,7 @@ func (t *leaseTable) reserve(cluster string, limit int) bool {
 // flusher is failing (then the control plane may be unreachable and the acquire must go on to
 // its onUnavailable policy) or acquires wait at the control plane anyway.
 func (t *leaseTable) occupied(cluster string) int {
-	n := t.held[cluster] + len(t.idleOf(cluster)) + t.asking[cluster]
+	n := t.heldOf(cluster) + len(t.idleOf(cluster)) + t.asking[cluster]
 	if !t.flushFailing && !t.c.AcquireWaits {
 		n += t.pending[cluster]
 	}
@@ -302,8 +310,8 @@ func (t *leaseTable) suspectGrant(cluster string, l Lease) string {
 	case t.ended.has(ref):
 		return answerEnded
 	}
-	for _, id := range t.ids {
-		if t.slots[id].hl.lease.Ref() == ref {
+	for _, s := range t.live {
+		if s.hl.lease.Ref() == ref {
 			return answerDuplicate
 		}
 	}
@@ -343,18 +351,47 @@ func (t *leaseTable) refuseGrant(cluster string, l Lease, sent time.Time, why st
 
 // addSlot makes s, new memory, the live slot of hl.
 func (t *leaseTable) addSlot(s *slotState, hl *heldLease, affinity uint64) *slotState {
-	return t.addSlotHeld(s, hl, affinity, t.held[hl.lease.Cluster])
+	return t.addSlotHeld(s, hl, affinity, t.heldCount(hl.lease.Cluster))
 }
 
-// addSlotHeld is addSlot for a caller that has read the lease's cluster's held count (held).
-func (t *leaseTable) addSlotHeld(s *slotState, hl *heldLease, affinity uint64, held int) *slotState {
+// addSlotHeld is addSlot for a caller that has the lease's cluster's held count (held).
+func (t *leaseTable) addSlotHeld(s *slotState, hl *heldLease, affinity uint64, held *int) *slotState {
 	t.nextID++
-	*s = slotState{id: t.nextID, hl: hl, affinity: affinity}
+	*s = slotState{id: t.nextID, hl: hl, affinity: affinity, held: held}
 	s.onLost = s.hook[:0]
-	t.slots[s.id] = s
-	t.ids = append(t.ids, s.id) // past the end of any list sortedIDs gave out
-	t.held[hl.lease.Cluster] = held + 1
+	t.live = append(t.live, s) // past the end of any list liveSlots gave out
+	*held++
 	return s
+}
+
+// heldOf is cluster's held count.
+func (t *leaseTable) heldOf(cluster string) int {
+	if n := t.held[cluster]; n != nil {
+		return *n
+	}
+	return 0
+}
+
+// heldCount is cluster's held count, made (at 0) when it has none.
+func (t *leaseTable) heldCount(cluster string) *int {
+	n := t.held[cluster]
+	if n == nil {
+		n = new(int)
+		t.held[cluster] = n
+	}
+	return n
+}
+
+// setIdle makes list cluster's idle list (nil: none), in the map and in its check.
+func (t *leaseTable) setIdle(cluster string, ch *clusterCheck, list *[]idleLease) {
+	if list == nil {
+		delete(t.idle, cluster)
+	} else {
+		t.idle[cluster] = list
+	}
+	if ch != nil {
+		ch.idle = list
+	}
 }
 
 // terms are when a lease l acquired or renewed by a request sent at sent stops counting, and
@@ -403,7 +440,7 @@ func (t *leaseTable) unavailable(cluster string, limit int) unavailableAnswer {
 // admitLocal grants a slot counted by this node only (onUnavailable: localLimits), leased
 // slots included.
 func (t *leaseTable) admitLocal(cluster string, limit int) bool {
-	leased := t.held[cluster] + len(t.idleOf(cluster)) + t.asking[cluster]
+	leased := t.heldOf(cluster) + len(t.idleOf(cluster)) + t.asking[cluster]
 	if t.local[cluster] >= limit-leased {
 		return false
 	}
@@ -427,7 +464,7 @@ func (t *leaseTable) releaseLocal(cluster string) {
 func (t *leaseTable) contention(cluster string, contended bool, sent time.Time) effects {
 	ch := t.checks[cluster]
 	if ch == nil {
-		ch = &clusterCheck{}
+		ch = &clusterCheck{idle: t.idle[cluster]}
 		t.checks[cluster] = ch
 	}
 	if !sent.Before(ch.at) {
@@ -451,15 +488,19 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 	s.released = true
 	s.onLost, s.hook = nil, [1]func(){} // never run now (fence sees live slots only): what they reach is let go
 	c := s.hl.lease.Cluster
-	delete(t.slots, s.id)
-	if i, ok := slices.BinarySearch(t.ids, s.id); ok {
-		if t.idsLent {
-			t.ids, t.idsLent = slices.Concat(t.ids[:i], t.ids[i+1:]), false
+	if i, ok := t.liveIndex(s.id); ok {
+		if t.liveLent {
+			t.live, t.liveLent = slices.Concat(t.live[:i], t.live[i+1:]), false
 		} else {
-			t.ids = slices.Delete(t.ids, i, i+1)
+			t.live = slices.Delete(t.live, i, i+1)
 		}
 	}
-	held := nonNegative(t.held[c]-1, "held count", c)
+	hp := s.held
+	if hp == nil { // not made by addSlot
+		hp = t.heldCount(c)
+	}
+	s.held = nil
+	held := nonNegative(*hp-1, "held count", c)
 	ch := s.check
 	if ch == nil {
 		ch = t.checks[c]
@@ -467,11 +508,11 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 	if !s.lost && !s.overrun && t.reusableBy(ch, s.hl, now) {
 		// The cluster's count stays in the map at 0 while its lease idles: the next take, a
 		// moment away on a busy slot, counts it again without the map's delete and insert.
-		t.held[c] = held
-		list := t.idle[c]
+		*hp = held
+		list := ch.idle // reusable: ch is not nil
 		if list == nil {
 			list = new([]idleLease)
-			t.idle[c] = list
+			t.setIdle(c, ch, list)
 		}
 		*list = append(*list, idleLease{hl: s.hl, since: now, affinity: s.affinity})
 		t.idleN++
@@ -481,10 +522,8 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 		// watch, the first lease to go idle starts one: the longer hold counts from then on.
 		return effects{wakeReaper: t.reaperAt.IsZero(), wakeFreed: true, watch: t.unwatched(c, now)}
 	}
-	if held == 0 {
+	if *hp = held; held == 0 {
 		delete(t.held, c)
-	} else {
-		t.held[c] = held
 	}
 	// Even a fenced lease is released: the control plane may still hold it (one-way partition).
 	return t.queueRelease(s.hl)
@@ -622,16 +661,19 @@ func (t *leaseTable) checkDue(cluster string, now time.Time) bool {
 // room under limit (a lowered cap). Idle leases of the cluster that are no longer reusable go
 // to the release queue.
 func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now time.Time, into *slotState) (*slotState, effects) {
-	kept := t.idle[cluster]
-	if kept == nil || len(*kept) == 0 {
-		return nil, effects{}
+	ch := t.checks[cluster] // looked up once: this runs once per leased statement
+	if ch == nil || ch.idle == nil || len(*ch.idle) == 0 {
+		return nil, effects{} // idle leases have their cluster's check (leaseTable.idle)
 	}
+	kept := ch.idle
 	list := *kept
-	local, held := t.local[cluster], t.held[cluster] // read once: this runs once per leased statement
+	local, hp, held := t.local[cluster], t.held[cluster], 0
+	if hp != nil {
+		held = *hp
+	}
 	if held+local >= limit {
 		return nil, effects{}
 	}
-	ch := t.checks[cluster] // looked up once: this runs once per leased statement
 	preferLast(list, affinity)
 	var s *slotState
 	var e effects
@@ -651,7 +693,10 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 		if into == nil {
 			into = new(slotState)
 		}
-		s = t.addSlotHeld(into, il.hl, affinity, held)
+		if hp == nil {
+			hp = t.heldCount(cluster)
+		}
+		s = t.addSlotHeld(into, il.hl, affinity, hp)
 		s.check = ch
 		if held++; held+local > limit {
 			violated("%q runs %d leased and %d local slots over its cap %d", cluster, held, local, limit)
@@ -698,7 +743,7 @@ func (t *leaseTable) releaseIdle(cluster string) effects {
 		e.add(t.queueRelease(il.hl))
 	}
 	t.idleN -= len(list)
-	delete(t.idle, cluster)
+	t.setIdle(cluster, t.checks[cluster], nil)
 	t.forgetIfUnheld(cluster)
 	return e
 }
@@ -706,7 +751,7 @@ func (t *leaseTable) releaseIdle(cluster string) effects {
 // forgetIfUnheld drops cluster's held count once it is 0 and no lease of it idles any more
 // (release keeps the count at 0 while its lease idles).
 func (t *leaseTable) forgetIfUnheld(cluster string) {
-	if t.held[cluster] == 0 {
+	if t.heldOf(cluster) == 0 {
 		delete(t.held, cluster)
 	}
 }
@@ -731,7 +776,7 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 			t.idleN--
 		}
 		if len(keep) == 0 {
-			delete(t.idle, c)
+			t.setIdle(c, t.checks[c], nil)
 			t.forgetIfUnheld(c)
 		} else {
 			*t.idle[c] = keep
@@ -763,7 +808,7 @@ func (t *leaseTable) beginWatch(now time.Time) []string {
 	}
 	var buf [clusterKeysOnStack]string
 	for _, c := range sortedKeys(buf[:0], t.checks) {
-		if t.held[c]+len(t.idleOf(c)) > 0 && t.uncontendedAt(c, now) {
+		if t.heldOf(c)+len(t.idleOf(c)) > 0 && t.uncontendedAt(c, now) {
 			t.watchSet = append(t.watchSet, c)
 			t.checks[c].watchedUntil = now.Add(watchWait + leaseReuseWindow)
 		}
@@ -814,8 +859,7 @@ func (t *leaseTable) watched(clusters, uncontended []string, end watchEnd, sent,
 // query is told to stop (its OnLost callbacks), under overrun it is let finish and counted.
 func (t *leaseTable) fence(now time.Time) effects {
 	var e effects
-	for _, id := range t.sortedIDs() {
-		s := t.slots[id]
+	for _, s := range t.liveSlots() {
 		if s.lost || s.overrun || now.Before(s.hl.fenceAt) {
 			continue
 		}
@@ -841,8 +885,7 @@ func (t *leaseTable) dueRenewals(now time.Time) []*slotState {
 	var due []*slotState
 	carried := map[string]bool{}     // clusters with a renewal due: it carries the check
 	check := map[string]*slotState{} // per cluster whose check is due, the slot to renew
-	for _, id := range t.sortedIDs() {
-		s := t.slots[id]
+	for _, s := range t.liveSlots() {
 		c := s.hl.lease.Cluster
 		switch {
 		case s.lost || s.overrun:
@@ -895,8 +938,7 @@ func (t *leaseTable) beginRenewals(slots []*slotState, now time.Time) (live []*s
 			ch.reused = false
 		}
 	}
-	for _, id := range t.sortedIDs() {
-		o := t.slots[id]
+	for _, o := range t.liveSlots() {
 		if !o.lost && !o.overrun && (fenceFirst.IsZero() || o.hl.fenceAt.Before(fenceFirst)) {
 			fenceFirst = o.hl.fenceAt
 		}
@@ -958,8 +1000,7 @@ func (t *leaseTable) nextWork(now time.Time) time.Time {
 		}
 	}
 	live := map[string]bool{} // clusters with a live slot
-	for _, id := range t.sortedIDs() {
-		s := t.slots[id]
+	for _, s := range t.liveSlots() {
 		if !s.lost && !s.overrun {
 			earliest(s.hl.renewAt)
 			earliest(s.hl.fenceAt)
@@ -995,12 +1036,25 @@ func sortedKeys[V any](buf []string, m map[string]V) []string {
 // clusterKeysOnStack is how many clusters sortedKeys' callers make room for on their stacks.
 const clusterKeysOnStack = 8
 
-// sortedIDs lists live slot ids in order, so that no decision depends on map iteration. The
-// list is the table's (not to be written to, and not written in place while lent): the keeper
-// reads it three times a run.
-func (t *leaseTable) sortedIDs() []uint64 {
-	t.idsLent = true
-	return t.ids
+// liveSlots lists the live slots in the order of their ids. The list is the table's (not to be
+// written to, and not written in place while lent): the keeper reads it three times a run.
+func (t *leaseTable) liveSlots() []*slotState {
+	t.liveLent = true
+	return t.live
+}
+
+// liveIndex is where the live slot of id is in live, if it is there.
+func (t *leaseTable) liveIndex(id uint64) (int, bool) {
+	lo, hi := 0, len(t.live)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.live[m].id < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(t.live) && t.live[lo].id == id
 }
 
 // -------------------------------------------------------------------------------- releases

@@ -239,7 +239,7 @@ func (m *tableModel) check(rt *rapid.T) {
 		if s.hl.releasing {
 			rt.Fatalf("running lease %s is marked released", s.hl.lease.ID)
 		}
-		if t.slots[s.id] != s {
+		if i, ok := t.liveIndex(s.id); !ok || t.live[i] != s {
 			rt.Fatalf("slot %d of lease %s is not live in the table", s.id, s.hl.lease.ID)
 		}
 	}
@@ -277,7 +277,7 @@ func (m *tableModel) check(rt *rapid.T) {
 			what      string
 			table, is int
 		}{
-			{"held", t.held[c], held[c]}, {"idle", len(t.idleOf(c)), idle[c]}, {"asking", t.asking[c], asking[c]},
+			{"held", t.heldOf(c), held[c]}, {"idle", len(t.idleOf(c)), idle[c]}, {"asking", t.asking[c], asking[c]},
 			{"local", t.local[c], local[c]},
 		} {
 			if n.table != n.is {
@@ -289,7 +289,7 @@ func (m *tableModel) check(rt *rapid.T) {
 			rt.Fatalf("%s: the table counts %d pending releases, %d are queued or in flight", c, t.pending[c], pending[c])
 		}
 	}
-	if len(t.slots) != len(m.slots) || t.idleN != idleN {
-		rt.Fatalf("the table has %d live slots and idleN %d; the driver holds %d slots, %d idle", len(t.slots), t.idleN, len(m.slots), idleN)
+	if len(t.live) != len(m.slots) || t.idleN != idleN {
+		rt.Fatalf("the table has %d live slots and idleN %d; the driver holds %d slots, %d idle", len(t.live), t.idleN, len(m.slots), idleN)
 	}
 }

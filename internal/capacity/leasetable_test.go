@@ -350,10 +350,13 @@ func describeEffects(e effects, say func(string, ...any)) {
 func (h *tableHarness) state() string {
 	t := h.t
 	clusters := map[string]bool{}
-	for _, m := range []map[string]int{t.held, t.local, t.pending, t.asking} {
+	for _, m := range []map[string]int{t.local, t.pending, t.asking} {
 		for c := range m {
 			clusters[c] = true
 		}
+	}
+	for c := range t.held {
+		clusters[c] = true
 	}
 	for c := range t.idle {
 		clusters[c] = true
@@ -366,7 +369,7 @@ func (h *tableHarness) state() string {
 	slices.Sort(names)
 	for _, c := range names {
 		parts = append(parts, fmt.Sprintf("%s: held=%d idle=%d asking=%d pending=%d local=%d occupied=%d",
-			c, t.held[c], len(t.idleOf(c)), t.asking[c], t.pending[c], t.local[c], t.occupied(c)))
+			c, t.heldOf(c), len(t.idleOf(c)), t.asking[c], t.pending[c], t.local[c], t.occupied(c)))
 	}
 	parts = append(parts, "queue "+refList(t.queue))
 	return strings.Join(parts, "; ")

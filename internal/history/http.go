@@ -47,7 +47,7 @@ type Ingest struct {
 	now       func() time.Time           // nil: no bound on how far in the future a record may lie
 	onRefused func(reason string, n int) // nil: refused records are only answered and logged
 	// onBatchRefused is told of a whole batch refused before it was read as one: nil, answered only.
-	onBatchRefused func(reason string, err error)
+	onBatchRefused func(worker, reason string, err error)
 	gate           Gate // nil: a record may name any cluster, group and user
 }
 
@@ -58,19 +58,19 @@ func (h *Ingest) OnRefused(fn func(reason string, n int)) *Ingest {
 	return h
 }
 
-// OnBatchRefused makes the handler call fn for every request it refuses whole, and why
-// ("unauthorized": a token of no session; "bad_request": a body that is not a batch, or records
-// dated past the clock's bound), with the error the worker was answered: a metric and a log
-// line. It returns h.
-func (h *Ingest) OnBatchRefused(fn func(reason string, err error)) *Ingest {
+// OnBatchRefused makes the handler call fn for every request it refuses whole: the worker whose
+// session sent it ("" for a token of no session), why ("unauthorized": a token of no session;
+// "bad_request": a body that is not a batch, or records dated past the clock's bound), and the
+// error the worker was answered: a metric and a log line. It returns h.
+func (h *Ingest) OnBatchRefused(fn func(worker, reason string, err error)) *Ingest {
 	h.onBatchRefused = fn
 	return h
 }
 
 // batchRefused tells OnBatchRefused of a request refused whole.
-func (h *Ingest) batchRefused(reason string, err error) {
+func (h *Ingest) batchRefused(worker, reason string, err error) {
 	if h.onBatchRefused != nil {
-		h.onBatchRefused(reason, err)
+		h.onBatchRefused(worker, reason, err)
 	}
 }
 
@@ -111,13 +111,13 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	worker, err := h.resolve(r)
 	if err != nil || worker == "" {
-		h.batchRefused("unauthorized", errUnknownSession)
+		h.batchRefused("", "unauthorized", errUnknownSession)
 		workerapi.WriteError(w, http.StatusUnauthorized, errUnknownSession.Error(), "Authorization")
 		return
 	}
 	data, err := readBody(r, MediaQueryRecords, BatchBytesMax)
 	if err != nil {
-		h.batchRefused("bad_request", err)
+		h.batchRefused(worker, "bad_request", err)
 		workerapi.WriteBadRequest(w, err)
 		return
 	}
@@ -126,7 +126,7 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = notAfter(batch.Records, h.now().Add(ClockSkewMax))
 	}
 	if err != nil {
-		h.batchRefused("bad_request", err)
+		h.batchRefused(worker, "bad_request", err)
 		workerapi.WriteBadRequest(w, err)
 		return
 	}

@@ -29,10 +29,24 @@ func parseHead(br *bufio.Reader, sizeMax int, base *http.Request) (*http.Request
 		return nil, "", false
 	}
 	head := string(buf[:end+2]) // every line with its CRLF
-	line, rest, _ := strings.Cut(head, "\r\n")
-	method, target, ok1 := strings.Cut(line, " ")
-	target, proto, ok2 := strings.Cut(target, " ")
-	if !ok1 || !ok2 || proto != "HTTP/1.1" || !isToken(method) || !strings.HasPrefix(target, "/") {
+	// The request line is cut by byte searches, not strings.Cut (three calls deep for each of
+	// its three cuts). A bare LF before the first CRLF fails it, as it fails http.ReadRequest.
+	nl := strings.IndexByte(head, '\n')
+	if nl < 1 || head[nl-1] != '\r' {
+		return nil, "", false
+	}
+	line, rest := head[:nl-1], head[nl+1:]
+	sp1 := strings.IndexByte(line, ' ')
+	if sp1 < 0 {
+		return nil, "", false
+	}
+	method, target := line[:sp1], line[sp1+1:]
+	sp2 := strings.IndexByte(target, ' ')
+	if sp2 < 0 {
+		return nil, "", false
+	}
+	target, proto := target[:sp2], target[sp2+1:]
+	if proto != "HTTP/1.1" || !isToken(method) || !strings.HasPrefix(target, "/") {
 		return nil, "", false
 	}
 	p := new(parsed) // the request, its URL, its body and its answer in one allocation
@@ -122,14 +136,20 @@ func parseFields(lines string, backing []string) (http.Header, framing, bool) {
 		values = make([]string, n)
 	}
 	var seen names
-	for line := range strings.Lines(lines) {
-		line, crlf := strings.CutSuffix(line, "\r\n")
-		name, value, colon := strings.Cut(line, ":")
-		token, canonical := tokenForm(name)
-		if !crlf || !colon || !token { // a bare CR fails this or the value's check
+	for len(lines) > 0 {
+		// Each line is found by one byte search and its name read up to its colon by the
+		// token table, one pass (strings.Lines, CutSuffix and Cut were 5 calls a line).
+		nl := strings.IndexByte(lines, '\n')
+		if nl < 1 || lines[nl-1] != '\r' { // a bare CR fails this, the name's or the value's check
 			return nil, f, false
 		}
-		value = trimBlanks(value)
+		line := lines[:nl-1]
+		lines = lines[nl+1:]
+		n, canonical := tokenPrefix(line)
+		if n == 0 || n == len(line) || line[n] != ':' {
+			return nil, f, false
+		}
+		name, value := line[:n], trimBlanks(line[n+1:])
 		if !valueBytes(value) {
 			return nil, f, false
 		}
@@ -296,21 +316,28 @@ func isToken(s string) bool {
 // textproto's canonical form (a capital at its start and after each hyphen, small letters
 // elsewhere), in one pass over a table: a field name's two checks were a call per byte.
 func tokenForm(s string) (token, canonical bool) {
-	if s == "" {
+	n, canonical := tokenPrefix(s)
+	if n == 0 || n < len(s) {
 		return false, false
 	}
+	return true, canonical
+}
+
+// tokenPrefix is the length of s's leading token bytes (up to a field line's colon, say), and
+// whether they are in textproto's canonical form (tokenForm).
+func tokenPrefix(s string) (n int, canonical bool) {
 	canonical, upper := true, true
 	for i := 0; i < len(s); i++ {
 		k := tokenBytes[s[i]]
 		if k == 0 {
-			return false, false
+			return i, canonical
 		}
 		if upper && k == tokenLower || !upper && k == tokenUpper {
 			canonical = false
 		}
 		upper = s[i] == '-'
 	}
-	return true, canonical
+	return len(s), canonical
 }
 
 // tokenBytes classes the bytes of tokens: 0 for a byte no token has.

@@ -58,6 +58,12 @@ func TestOddHeadsAreReadAsReadRequestReadsThem(t *testing.T) {
 		"GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: h\r\nHost: i\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nBad Name: x\r\n\r\n", // a field name read up to its colon, not to its first odd byte
+		"GET / HTTP/1.1\r\nHost : h\r\n\r\n",
+		"GET / HTTP/1.1\r\nX-Y\r\n\r\n",
+		"GET / HTTP/1.1\r\n: x\r\n\r\n",
+		"GET /a\nb HTTP/1.1\r\nHost: h\r\n\r\n", // a bare LF in the request line
+		"GET / HTTP/1.1\nHost: h\r\n\r\n",
 	} {
 		br := buffered(t, raw)
 		if fast, _, ok := parseHead(br, 1<<20, &http.Request{}); ok {

@@ -984,3 +984,45 @@ func TestFinishAnswersBeforeTheHandlerReturns(t *testing.T) {
 		t.Fatal("Finish of another server's answer")
 	}
 }
+
+// The fields that decide an answer's framing, read in the pass that writes the head: a
+// handler's Connection: close ends the connection after its answer, a Trailer makes the answer
+// chunked with the trailer after it, a body without a Content-Type gets the one its bytes say,
+// and a Content-Length set after WriteHeader gives way to the server's own (one length, the
+// body's), so the connection's next answer is read where it begins.
+func TestTheHeadsFramingFields(t *testing.T) {
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/close":
+			w.Header().Set("Connection", "Close")
+			w.Header().Set("Content-Type", "text/x-mine")
+		case "/trailer":
+			w.Header().Set("Trailer", "X-Sum")
+			w.Header().Set("X-Sum", "9")
+		case "/late":
+			w.WriteHeader(http.StatusOK)
+			w.Header().Set("Content-Length", "99")
+		}
+		_, _ = io.WriteString(w, "<html>"+r.URL.Path)
+	}), Options{})
+
+	nc := dial(t, addr)
+	br := bufio.NewReader(nc)
+	_, _ = io.WriteString(nc, "GET /late HTTP/1.1\r\nHost: x\r\n\r\nGET /trailer HTTP/1.1\r\nHost: x\r\n\r\nGET /close HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, body := read(t, br, "")
+	if body != "<html>/late" || resp.ContentLength != int64(len(body)) || len(resp.Header["Content-Length"]) != 1 ||
+		resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Fatalf("/late: %q, Content-Length %v, Content-Type %q", body, resp.Header["Content-Length"], resp.Header.Get("Content-Type"))
+	}
+	resp, body = read(t, br, "")
+	if body != "<html>/trailer" || len(resp.TransferEncoding) != 1 || resp.Trailer.Get("X-Sum") != "9" || resp.Close {
+		t.Fatalf("/trailer: %q, %v, trailer %v, close %v", body, resp.TransferEncoding, resp.Trailer, resp.Close)
+	}
+	resp, body = read(t, br, "")
+	if body != "<html>/close" || !resp.Close || resp.Header.Get("Content-Type") != "text/x-mine" || len(resp.Header["Content-Type"]) != 1 {
+		t.Fatalf("/close: %q, close %v, Content-Type %v", body, resp.Close, resp.Header["Content-Type"])
+	}
+	if !closedBy(nc) {
+		t.Fatal("the connection stayed open after an answer with Connection: close")
+	}
+}

@@ -194,7 +194,39 @@ func (w *response) trailerNames() []string {
 func (w *response) writeHead(final bool) {
 	w.sent = true
 	h := w.header
-	if w.req.Close || strings.EqualFold(Field(h, "Connection"), "close") || w.c.s.closing.Load() || w.status == http.StatusUnauthorized {
+	c := w.c
+	now := time.Now() // one clock read for the write deadline and the Date field
+	c.armWrite(now)
+	bw := c.bw
+	// The whole head is made in bw's free buffer and written at once (one copy, no call per
+	// part: 2,900 instructions of a statement's answer were 4,000). The fields that decide the
+	// framing (Connection, Trailer, Content-Type) are read in the one pass that writes the
+	// others: a lookup each was ~450 instructions of every answer.
+	b := append(bw.AvailableBuffer(), "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(w.status), 10)
+	b = append(append(append(b, ' '), http.StatusText(w.status)...), "\r\n"...)
+	connClose, trailer, typed := false, false, false
+	for k, vv := range h {
+		switch {
+		case k == "Connection":
+			connClose = len(vv) > 0 && strings.EqualFold(vv[0], "close")
+			continue
+		case k == "Transfer-Encoding", strings.HasPrefix(k, http.TrailerPrefix):
+			continue
+		case k == "Content-Length" && w.length < 0 && !w.noBody:
+			// Set after WriteHeader: the framing below is the server's (its own Content-Length,
+			// chunks, or the connection's end), not a second length the body may not have.
+			continue
+		case k == "Trailer":
+			trailer = len(vv) > 0
+		case k == "Content-Type":
+			typed = true
+		}
+		for _, v := range vv {
+			b = appendField(b, k, v)
+		}
+	}
+	if w.req.Close || connClose || c.s.closing.Load() || w.status == http.StatusUnauthorized {
 		// A client that failed to authenticate holds no connection past its answer (as
 		// netlimit.HTTP does for net/http).
 		w.close = true
@@ -202,32 +234,17 @@ func (w *response) writeHead(final bool) {
 	length := false // a Content-Length of the body held whole
 	switch {
 	case w.noBody, w.length >= 0:
-	case final && len(h["Trailer"]) == 0:
+	case final && !trailer:
 		length = true
 	case w.req.ProtoAtLeast(1, 1):
 		w.chunked = true
 	default:
 		w.close = true // an HTTP/1.0 client reads the body to the connection's end
 	}
-	if _, ok := h["Content-Type"]; !ok && len(w.body) > 0 && !w.noBody {
-		h.Set("Content-Type", http.DetectContentType(w.body))
-	}
-	c := w.c
-	now := time.Now() // one clock read for the write deadline and the Date field
-	c.armWrite(now)
-	bw := c.bw
-	// The whole head is made in bw's free buffer and written at once (one copy, no call per
-	// part: 2,900 instructions of a statement's answer were 4,000).
-	b := append(bw.AvailableBuffer(), "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(w.status), 10)
-	b = append(append(append(b, ' '), http.StatusText(w.status)...), "\r\n"...)
-	for k, vv := range h {
-		if k == "Connection" || k == "Transfer-Encoding" || strings.HasPrefix(k, http.TrailerPrefix) || (w.chunked && k == "Content-Length") {
-			continue
-		}
-		for _, v := range vv {
-			b = appendField(b, k, v)
-		}
+	if !typed && len(w.body) > 0 && !w.noBody {
+		ct := http.DetectContentType(w.body)
+		h.Set("Content-Type", ct)
+		b = appendField(b, "Content-Type", ct)
 	}
 	b = append(b, date(now)...)
 	switch {

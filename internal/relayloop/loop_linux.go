@@ -51,6 +51,8 @@ type Loop struct {
 	quietWaits atomic.Int64
 	// quietLapsed counts those that ended with no news beyond their sends' completions.
 	quietLapsed atomic.Int64
+	// writeClocks counts the write clocks started (WriteTimeout; tests).
+	writeClocks atomic.Int64
 }
 
 // idleInterest is the epoll interest of a B kept in the set between pairs (Pair.KeepB): what a

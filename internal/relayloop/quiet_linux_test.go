@@ -20,32 +20,34 @@ func TestRingSendsAQuietRequestAndWaitsInOneEnter(t *testing.T) {
 		t.Skip("a kernel that flags no deferred completions: every turn looks first")
 	}
 	r := startPair(t, l, [2]Framer{nil, PGWatching('Z')}, func(Direction, []byte) Verdict { return Relay })
-	q, z := pgMsg('Q', []byte("select 1\x00")), pgMsg('Z', []byte{'I'})
-	exchange := func() {
-		t.Helper()
-		if _, err := r.client.Write(q); err != nil {
-			t.Fatal(err)
-		}
-		if got := readN(t, r.server, len(q)); !bytes.Equal(got, q) {
-			t.Fatalf("the engine read %q, want %q", got, q)
-		}
-		if _, err := r.server.Write(z); err != nil {
-			t.Fatal(err)
-		}
-		if got := readN(t, r.client, len(z)); !bytes.Equal(got, z) {
-			t.Fatalf("the client read %q, want %q", got, z)
-		}
-	}
-	exchange()
+	r.exchange(t)
 	before := l.quietWaits.Load()
 	const n = 40
 	for range n {
-		exchange()
+		r.exchange(t)
 	}
 	// Two sends an exchange (the request, the answer), each submitted with the wait that
 	// follows it; a few may find their next news there already and look instead.
 	if quiet := l.quietWaits.Load() - before; quiet < n {
 		t.Fatalf("%d turns over %d exchanges submitted their sends and waited in one enter, want %d or more", quiet, n, n)
+	}
+}
+
+// exchange relays a request from the client and its answer from the server, each seen whole.
+func (r *relayed) exchange(t testing.TB) {
+	t.Helper()
+	q, z := pgMsg('Q', []byte("select 1\x00")), pgMsg('Z', []byte{'I'})
+	if _, err := r.client.Write(q); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, r.server, len(q)); !bytes.Equal(got, q) {
+		t.Fatalf("the engine read %q, want %q", got, q)
+	}
+	if _, err := r.server.Write(z); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, r.client, len(z)); !bytes.Equal(got, z) {
+		t.Fatalf("the client read %q, want %q", got, z)
 	}
 }
 

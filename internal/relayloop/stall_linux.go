@@ -19,17 +19,23 @@ func (p *pair) timeDirection(l *Loop, d Direction) {
 }
 
 // timeWrite starts the write clock when bytes for A wait for its socket, starts it again when
-// the socket took some since, and stops it when nothing waits.
+// the socket took some since, and stops it when nothing waits. A ring's quiet send waits for
+// nothing (MSG_DONTWAIT: it completes at its submission, and what A's socket did not take goes
+// in a loud send, which starts the clock): its flight starts none, or every answer relayed
+// would cost a clock read, a TCP_INFO read (a system call and an allocation) and the stalled
+// set's insert and delete, and keep the loop's waits timed.
 func (p *pair) timeWrite(l *Loop) {
 	if p.done {
 		return
 	}
 	st := &p.st[BToA]
+	waits := st.blocked && (st.inflight == nil || !st.quiet)
 	switch {
-	case st.blocked && (p.stalled.IsZero() || p.stalledOut != st.out):
+	case waits && (p.stalled.IsZero() || p.stalledOut != st.out):
 		p.stalled, p.stalledOut, p.stalledAcked = time.Now(), st.out, bytesAcked(p.p.A)
 		l.stalled[p] = struct{}{}
-	case !st.blocked && !p.stalled.IsZero():
+		l.writeClocks.Add(1)
+	case !waits && !p.stalled.IsZero():
 		p.stalled = time.Time{}
 		delete(l.stalled, p)
 	}

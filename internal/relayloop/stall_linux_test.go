@@ -67,3 +67,23 @@ func TestWriteTimeoutStopsAPairWhoseClientStoppedReading(t *testing.T) {
 	default:
 	}
 }
+
+// A ring's quiet sends (MSG_DONTWAIT: none waits for A's socket) start no write clock: an
+// answer relayed whole costs no clock read, no TCP_INFO read and no timed wait. A client that
+// reads nothing still stops its pair (above): what its socket did not take goes in loud sends.
+func TestQuietSendsStartNoWriteClock(t *testing.T) {
+	onRing(t)
+	l := newLoop(t, 0)
+	r := startPair(t, l, [2]Framer{nil, PGWatching('Z')}, func(Direction, []byte) Verdict { return Relay },
+		func(p *Pair) { p.WriteTimeout = time.Minute })
+	r.exchange(t)
+	before := l.writeClocks.Load()
+	const n = 40
+	for range n {
+		r.exchange(t)
+	}
+	// A send the loop finds no room for is loud (its clock runs): a few at most.
+	if clocks := l.writeClocks.Load() - before; clocks > n/4 {
+		t.Fatalf("%d write clocks started over %d exchanges answered whole, want at most %d", clocks, n, n/4)
+	}
+}

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,8 @@ import (
 // older one, beats under a token no session has (another worker's guessed, the worker secret
 // itself) or a malformed body. Each is refused (409 naming seq, 401, 400), counted in
 // queryflux_controlplane_worker_heartbeats_total{result}, and written in the one rate-limited
-// "worker heartbeats refused" line, the session's name quoted and no token, secret or body in
-// it. A replay is no sign of life: a worker whose only beats are replays goes stale. Before: a
+// "worker heartbeats refused" lines, one a minute of each reason and session (naming its
+// worker; a token of no session names none), and no token, secret or body in them. A replay is no sign of life: a worker whose only beats are replays goes stale. Before: a
 // replayed or older beat was answered 200 and kept the worker alive; no refused beat was logged.
 func TestHostileHeartbeatsAreRefusedCountedAndLogged(t *testing.T) {
 	h := newHarness(t, nil, nil)
@@ -49,7 +50,8 @@ func TestHostileHeartbeatsAreRefusedCountedAndLogged(t *testing.T) {
 		}
 	}
 
-	// One line now (the first refusal's), one a minute later counting the other six.
+	// Each kind's first refusal at once (w1's replays, the unknown tokens', w2's malformed
+	// beat, each naming its worker), a minute later one line counting each kind's others.
 	h.cp.Tick(context.Background(), h.e.Advance(61*time.Second))
 	var lines []string
 	for _, l := range strings.Split(h.e.logs.String(), "\n") {
@@ -57,9 +59,15 @@ func TestHostileHeartbeatsAreRefusedCountedAndLogged(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) != 2 || !strings.Contains(lines[0], "refused=1 ") || !strings.Contains(lines[1], "refused=6 ") ||
-		!strings.Contains(lines[1], `names="\"w1\", \"w2\"`) {
-		t.Fatalf("refusal lines: %q, want two: the first refusal, then the other six naming w1 and w2", lines)
+	want := []string{"refused=1 .* worker=w1 reason=replayed", "refused=1 .* reason=unauthorized", "refused=1 .* worker=w2 reason=bad_request",
+		"refused=2 .* worker=w1 reason=replayed", "refused=2 .* reason=unauthorized"}
+	if len(lines) != len(want) {
+		t.Fatalf("refusal lines: %q, want %d: %q", lines, len(want), want)
+	}
+	for i, l := range lines {
+		if !regexp.MustCompile(want[i]).MatchString(l) || strings.Contains(want[i], "unauthorized") && strings.Contains(l, "worker=") {
+			t.Errorf("refusal line %d: %s, want %q", i, l, want[i])
+		}
 	}
 	for _, l := range lines {
 		for _, s := range []string{tok, other, secret, "qfw_", "hunter2"} {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/refusallog"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
@@ -51,9 +52,9 @@ type ControlPlane struct {
 	capStats        *capacityStats // nil without MountCapacity
 	heldCount       heldCounts     // requests held open per worker (held.go)
 	live            int            // workers healthy or stale: bounded by cfg.MaxWorkers (moveCount)
-	refused         refusals       // refused registrations not logged yet (refusals.go)
-	refusedBeats    refusals       // refused heartbeats not logged yet (refusals.go)
-	refusedCalls    refusals       // refused requests to the other worker endpoints not logged yet (refusals.go)
+
+	// refusedLog is when each kind of refused request was last logged (refusals.go); it has its own lock.
+	refusedLog refusallog.Limiter[refusalKind]
 }
 
 // supersedeCount remembers how often a name was registered while its previous registration was
@@ -134,7 +135,7 @@ func (cp *ControlPlane) HandleSession(pattern string, h func(w http.ResponseWrit
 	cp.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		s, err := cp.authSession(r)
 		if err != nil {
-			cp.noteRefusedCall(pattern, "unauthorized", err)
+			cp.noteRefusedCall(pattern, "unauthorized", "", err)
 			workerapi.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
 			return
 		}

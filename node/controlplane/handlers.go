@@ -69,7 +69,7 @@ func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) 
 	name, hash, err := cp.authWorker(r)
 	if err != nil {
 		cp.metrics.heartbeats.WithLabelValues("unauthorized").Inc()
-		cp.noteRefusedBeat("", err, cp.e.Now())
+		cp.noteRefusedBeat("", "unauthorized", err, cp.e.Now())
 		workerapi.WriteError(w, http.StatusUnauthorized, err.Error(), "Authorization")
 		return
 	}
@@ -80,7 +80,7 @@ func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) 
 	}
 	if err != nil {
 		cp.metrics.heartbeats.WithLabelValues("bad_request").Inc()
-		cp.noteRefusedBeat(name, err, cp.e.Now())
+		cp.noteRefusedBeat(name, "bad_request", err, cp.e.Now())
 		workerapi.WriteBadRequest(w, err)
 		return
 	}
@@ -88,12 +88,12 @@ func (cp *ControlPlane) handleHeartbeat(w http.ResponseWriter, r *http.Request) 
 	switch {
 	case err != nil:
 		cp.metrics.heartbeats.WithLabelValues("replayed").Inc()
-		cp.noteRefusedBeat(name, err, cp.e.Now())
+		cp.noteRefusedBeat(name, "replayed", err, cp.e.Now())
 		workerapi.WriteError(w, http.StatusConflict, err.Error(), "seq")
 		return
 	case !ok:
 		cp.metrics.heartbeats.WithLabelValues("unauthorized").Inc()
-		cp.noteRefusedBeat(name, ErrUnauthorized, cp.e.Now())
+		cp.noteRefusedBeat(name, "unauthorized", ErrUnauthorized, cp.e.Now())
 		workerapi.WriteError(w, http.StatusUnauthorized, ErrUnauthorized.Error(), "Authorization")
 		return
 	}

@@ -16,7 +16,9 @@ import (
 func (cp *ControlPlane) MountHistory(store history.Store) {
 	ingest := history.NewIngest(store, cp.AuthWorker, cp.e.Logger()).Clock(cp.e.Now).
 		OnRefused(func(reason string, n int) { cp.metrics.historyRefused.WithLabelValues(reason).Add(float64(n)) }).
-		OnBatchRefused(func(reason string, err error) { cp.noteRefusedCall("POST "+history.PathWorkerHistory, reason, err) }).
+		OnBatchRefused(func(worker, reason string, err error) {
+			cp.noteRefusedCall("POST "+history.PathWorkerHistory, reason, worker, err)
+		}).
 		Gate(cp.historyGate)
 	cp.Handle("POST "+history.PathWorkerHistory, ingest)
 	cp.HandleAdmin("GET "+history.PathAdminQueries, history.NewAdmin(store))

@@ -132,6 +132,11 @@ func TestAMisbehavingWorkersRefusalsAreCountedAndLogged(t *testing.T) {
 	if lines(foreign)-f0 != 1 || !strings.Contains(h.e.logs.String(), "worker=third") {
 		t.Errorf("another worker's renewal of a lease not its own, within the minute: %d lines, want one naming it:\n%s", lines(foreign)-f0, h.e.logs.String())
 	}
+	badBatch := `worker=%s endpoint="POST /worker/history" reason=bad_request`
+	h.do("POST", history.PathWorkerHistory, third, history.MediaQueryRecords, `{"batchId":"b1","records":"everything"}`)
+	if strings.Count(h.e.logs.String(), fmt.Sprintf(badBatch, "rogue")) != 1 || strings.Count(h.e.logs.String(), fmt.Sprintf(badBatch, "third")) != 1 {
+		t.Errorf("another worker's malformed history batch, within the minute: want a line naming it beside the rogue's:\n%s", h.e.logs.String())
+	}
 	h.e.Advance(61 * time.Second)
 	h.cp.logRefused(h.e.Now())
 	h.do("POST", capacity.PathAcquire, rogue, capacity.MediaJSON, `{"cluster":["c1"]}`)
@@ -140,11 +145,12 @@ func TestAMisbehavingWorkersRefusalsAreCountedAndLogged(t *testing.T) {
 	if lines(foreign)-f0 != 2 {
 		t.Errorf("a minute on, %d lines of renewals of another worker's lease, want two (one a minute of each worker)", lines(foreign)-f0)
 	}
-	if lines(garbage)-g0 != 1 || !strings.Contains(log, "refused=21 ") || lines(unknown)-u0 != 1 || !strings.Contains(log, "refused=24 ") {
+	if lines(garbage)-g0 != 1 || !strings.Contains(log, "refused=21 ") || lines(unknown)-u0 != 3 || // third's, then the forged acquires' and the rogue's second batch's
+		!strings.Contains(log, `refused=20 since=2026-01-01T00:00:31.000Z endpoint="POST /worker/capacity/acquire" reason=unauthorized`) {
 		t.Errorf("a minute on, the log: %s\nwant one line of each kind counting the refusals since", log)
 	}
 	for _, kind := range []string{"reason=stale", "another worker's lease", "unknown cluster", "reason=invalid",
-		"op=release reason=bad-request", `\"POST /worker/history\"`} {
+		"op=release reason=bad-request", `endpoint="POST /worker/history" reason=unauthorized`} {
 		if !strings.Contains(log, kind) {
 			t.Errorf("no log line of %s", kind)
 		}

@@ -1,91 +1,83 @@
 package controlplane
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/refusallog"
 )
 
 // Refused registrations (a full registry), refused heartbeats (a token no session has, a
 // malformed body, a replayed or reordered beat) and refused requests to the other worker
-// endpoints (a token no session has, a malformed history batch) are logged the first time at once, then at
-// most once per refusedLogEvery, one line of each kind with how many were refused since the
-// last, from when, and the first few names they asked for (registrations) or were sent under
-// (heartbeats of a session; an unknown token names none) or were sent to (the other endpoints),
-// each quoted: a worker that retries
-// in a loop, or a client holding the worker secret that invents names or tokens, cannot flood
-// the log, nor write into it anything but a quoted string. No token is ever part of a line.
-const (
-	refusedLogEvery = time.Minute
-	refusedNamesMax = 5
-)
+// endpoints (a token no session has, a malformed history batch) are logged the first time at
+// once, then at most once a minute (refusallog), one line of each kind with how many were
+// refused since the last, from when, and the first few names they asked for, each quoted. A
+// kind is a line's message, endpoint and reason, and the worker whose session sent the
+// requests: a second worker's refusals within the minute are logged, naming it. A request
+// under a token of no session names no worker, and a registration's name is the requester's
+// claim: those are one kind per endpoint and reason, whatever names or tokens a client holding
+// the worker secret invents, so it cannot flood the log, nor write into it anything but a
+// quoted string. No token is ever part of a line.
 
-// refusals are the refused registrations (ControlPlane.refused) or heartbeats
-// (ControlPlane.refusedBeats) not logged yet, under mu.
-type refusals struct {
-	count    int
-	since    time.Time // the first of them
-	names    []string  // the first refusedNamesMax distinct names, as asked
-	reason   string    // the last refusal's error
-	loggedAt time.Time // the last line
+// refusalKind is a kind of refusal logged once a minute.
+type refusalKind struct {
+	msg      string // the line's message
+	endpoint string // the mux pattern of a worker endpoint; "" for registrations and heartbeats
+	reason   string
+	worker   string // the session's worker; "" for a registration or a token of no session
 }
 
 // noteRefused counts a refused registration of name at now and logs what is due.
 func (cp *ControlPlane) noteRefused(name string, err error, now time.Time) {
-	cp.note(&cp.refused, name, err, now)
+	cp.note(refusalKind{msg: "worker registrations refused", reason: "full"}, name, err, now)
 }
 
-// noteRefusedBeat counts a refused heartbeat sent under name's session ("" for a token of no
-// session) at now and logs what is due.
-func (cp *ControlPlane) noteRefusedBeat(name string, err error, now time.Time) {
-	cp.note(&cp.refusedBeats, name, err, now)
+// noteRefusedBeat counts a heartbeat refused for reason (the heartbeats metric's result),
+// sent under worker's session ("" for a token of no session), at now and logs what is due.
+func (cp *ControlPlane) noteRefusedBeat(worker, reason string, err error, now time.Time) {
+	cp.note(refusalKind{msg: "worker heartbeats refused", reason: reason, worker: worker}, "", err, now)
 }
 
-// noteRefusedCall counts a request to a worker endpoint (its mux pattern) refused before its
-// handler for reason ("unauthorized": a token of no session; "bad_request") and logs what is due.
-// The log line lists the endpoints: an unknown token names no worker.
-func (cp *ControlPlane) noteRefusedCall(endpoint, reason string, err error) {
+// noteRefusedCall counts a request to a worker endpoint (its mux pattern) refused for reason
+// ("unauthorized": a token of no session, worker ""; "bad_request") and logs what is due.
+func (cp *ControlPlane) noteRefusedCall(endpoint, reason, worker string, err error) {
 	cp.metrics.callsRefused.WithLabelValues(endpoint, reason).Inc()
-	cp.note(&cp.refusedCalls, endpoint, err, cp.e.Now())
+	cp.note(refusalKind{msg: "worker requests refused", endpoint: endpoint, reason: reason, worker: worker}, "", err, cp.e.Now())
 }
 
-func (cp *ControlPlane) note(r *refusals, name string, err error, now time.Time) {
-	cp.mu.Lock()
-	if r.count == 0 {
-		r.since = now
+func (cp *ControlPlane) note(k refusalKind, name string, err error, now time.Time) {
+	if line, due := cp.refusedLog.Note(k, name, err, now); due {
+		cp.logRefusal(line)
 	}
-	r.count++
-	r.reason = err.Error()
-	if name != "" && len(r.names) < refusedNamesMax && !slices.Contains(r.names, name) {
-		r.names = append(r.names, name)
-	}
-	cp.mu.Unlock()
-	cp.logRefused(now)
 }
 
-// logRefused writes each kind's refusals line when one is due: some refusals are waiting and
-// the last line is refusedLogEvery old (or there was none). The reaper's tick calls it too, so
-// that the count at the end of a burst is logged.
+// logRefused writes the lines due at now: refusals waiting whose kind's last line is a minute
+// old. The reaper's tick calls it, so that the count at the end of a burst is logged.
 func (cp *ControlPlane) logRefused(now time.Time) {
-	cp.logRefusals(&cp.refused, "worker registrations refused", now)
-	cp.logRefusals(&cp.refusedBeats, "worker heartbeats refused", now)
-	cp.logRefusals(&cp.refusedCalls, "worker requests refused", now)
+	for _, line := range cp.refusedLog.Due(now) {
+		cp.logRefusal(line)
+	}
 }
 
-func (cp *ControlPlane) logRefusals(p *refusals, msg string, now time.Time) {
-	cp.mu.Lock()
-	r := *p
-	due := r.count > 0 && (r.loggedAt.IsZero() || now.Sub(r.loggedAt) >= refusedLogEvery)
-	if due {
-		*p = refusals{loggedAt: now}
+func (cp *ControlPlane) logRefusal(line refusallog.Line[refusalKind]) {
+	k := line.Kind
+	attrs := []any{"refused", line.Count, "since", line.Since}
+	if k.worker != "" {
+		attrs = append(attrs, "worker", k.worker)
 	}
-	cp.mu.Unlock()
-	if !due {
-		return
+	if k.endpoint != "" {
+		attrs = append(attrs, "endpoint", k.endpoint)
 	}
-	cp.e.Logger().Warn(msg, "refused", r.count, "since", r.since,
-		"names", quotedNames(r.names, r.count), "err", r.reason, "nextLineAfter", refusedLogEvery)
+	attrs = append(attrs, "reason", k.reason)
+	if len(line.Names) > 0 {
+		attrs = append(attrs, "names", quotedNames(line.Names, line.Count))
+	}
+	if line.Err != nil {
+		attrs = append(attrs, "err", line.Err.Error())
+	}
+	attrs = append(attrs, "nextLineAfter", refusallog.DefaultEvery)
+	cp.e.Logger().Warn(k.msg, attrs...)
 }
 
 // quotedNames lists names each quoted (Go syntax: a control character or a quote in one is

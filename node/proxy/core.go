@@ -661,7 +661,8 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 			take = nil
 			if c.idle != nil {
 				take = func(ctx context.Context, cluster string, limit int) (Slot, error) {
-					if s := c.idle.TakeIdle(ctx, cluster, limit, spare); s != nil {
+					// start is now under NoWait (admit: nothing waited)
+					if s := c.idle.TakeIdle(ctx, cluster, limit, spare, start); s != nil {
 						return s, nil
 					}
 					return nil, ErrNoSlot

@@ -21,7 +21,7 @@
 // client, as trino-go-client does; raw writes each request itself in one write on one TCP
 // connection and reads the answer with a bufio.Reader (no net/http: what is left is the
 // loopback exchanges and the JSON); driver runs the query through trino-go-client itself
-// (database/sql, one connection; requests_per_query and post_p50_us are then "-").
+// (database/sql, one connection, its requests counted by its transport; post_p50_us is then "-").
 //
 // -n N runs N queries (after the 20 that warm up) instead of running for -d: a fixed count,
 // for measures per query that load does not change (instructions, system calls).
@@ -63,7 +63,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	_ "github.com/trinodb/trino-go-client/trino" // -client driver
+	"github.com/trinodb/trino-go-client/trino" // -client driver
 
 	"github.com/queryflux/queryflux/internal/httplite"
 )
@@ -93,9 +93,11 @@ func main() {
 	switch {
 	case *trinoURL != "" && *pgURL == "" && *client == "driver":
 		var err error
-		if run, err = driverQuery(*trinoURL, *user, *q); err != nil {
+		counted := new(int)
+		if run, err = driverQuery(*trinoURL, *user, *q, counted); err != nil {
 			fail(err)
 		}
+		requests = counted
 	case *trinoURL != "" && *pgURL == "":
 		c, err := newTrino(*trinoURL, *user, *client, *agent)
 		if err != nil {
@@ -130,7 +132,10 @@ func main() {
 	var lats []time.Duration
 	var before int
 	if requests != nil {
-		before, *posts = *requests, nil
+		before = *requests
+	}
+	if posts != nil {
+		*posts = nil
 	}
 	cpu0 := cpuTime()
 	end := time.Now().Add(*dur)
@@ -149,6 +154,8 @@ func main() {
 	perQuery, postP50 := "-", "-"
 	if requests != nil {
 		perQuery = strconv.FormatFloat(float64(*requests-before)/float64(len(lats)), 'f', 3, 64)
+	}
+	if posts != nil {
 		postP50 = strconv.FormatInt(percentile(*posts, 0.50), 10)
 	}
 	fmt.Printf("%d %d %d %s %s %d\n", percentile(lats, 0.50), percentile(lats, 0.99), len(lats), perQuery, postP50, clientCPU)
@@ -440,14 +447,19 @@ func readAnswer(br *bufio.Reader) (int, []byte, error) {
 	return status, answer, err
 }
 
-// driverQuery runs q through trino-go-client on one database/sql connection (-client driver).
-func driverQuery(base, user, q string) (func() error, error) {
+// driverQuery runs q through trino-go-client on one database/sql connection (-client driver),
+// counting in *requests the HTTP requests the client sends (a POST, its GETs, any DELETE).
+func driverQuery(base, user, q string, requests *int) (func() error, error) {
 	u, err := neturl.Parse(base)
 	if err != nil {
 		return nil, err
 	}
 	u.User = neturl.User(user)
-	u.RawQuery = "source=benchtrino"
+	counting := &http.Client{Transport: countingTransport{http.DefaultTransport, requests}}
+	if err := trino.RegisterCustomClient("benchtrino", counting); err != nil {
+		return nil, err
+	}
+	u.RawQuery = "source=benchtrino&custom_client=benchtrino"
 	db, err := sql.Open("trino", u.String())
 	if err != nil {
 		return nil, err
@@ -463,6 +475,18 @@ func driverQuery(base, user, q string) (func() error, error) {
 		}
 		return nil
 	}, nil
+}
+
+// countingTransport counts the requests it sends. The driver's goroutines send one request at a
+// time for a statement on one connection, and the count is read between statements.
+type countingTransport struct {
+	http.RoundTripper
+	n *int
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	*c.n++
+	return c.RoundTripper.RoundTrip(r)
 }
 
 func fail(err error) {

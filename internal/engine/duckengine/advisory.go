@@ -3,9 +3,11 @@ package duckengine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -23,8 +25,8 @@ import (
 // the connection ends (ClientClosed), a transaction lock until the transaction ends. As in
 // PostgreSQL a holder may take a lock again (it is counted), shared locks exclude only
 // exclusive ones, and one bigint key and two integer keys are different locks. A wait ends
-// with the lock, or with the statement (its timeout, the client's cancel); PostgreSQL's
-// deadlock detection is not there.
+// with the lock, or with the statement (its timeout, the client's cancel); a wait in a
+// cycle of waits is answered as PostgreSQL's deadlock check answers it (pgdeadlock.go).
 //
 // The call is read from a statement that is only it, as the tools send it: SELECT
 // pg_advisory_lock(42), with literal or parameter keys ($1, ?), an alias allowed. A call
@@ -253,6 +255,7 @@ type advisoryKey struct {
 // holding counts one holder's takes of a lock, by scope and mode.
 type holding struct {
 	session, xact [2]int // [exclusive, shared]
+	party         uint32 // the holder's PostgreSQL session (pid), for the deadlock check
 }
 
 func (h *holding) empty() bool { return h.session == [2]int{} && h.xact == [2]int{} }
@@ -264,6 +267,7 @@ type advisoryLocks struct {
 	mu      sync.Mutex
 	locks   map[advisoryKey]map[string]*holding
 	changed chan struct{} // closed, and replaced, whenever a lock is let go
+	graph   *waitGraph    // the engine's waits (pgdeadlock.go)
 }
 
 // free reports whether holder may take k in the mode: no other holder has it exclusively,
@@ -278,12 +282,15 @@ func (l *advisoryLocks) free(k advisoryKey, holder string, shared bool) bool {
 }
 
 // take takes k for holder, waiting for it when wait; ok is false when it was not free and
-// the call does not wait.
-func (l *advisoryLocks) take(ctx context.Context, k advisoryKey, holder string, shared, xact, wait bool) (bool, error) {
+// the call does not wait. A wait of a PostgreSQL session (party, 0: none) is checked for a
+// deadlock once, deadlockTimeout after it began (pgdeadlock.go).
+func (l *advisoryLocks) take(ctx context.Context, k advisoryKey, holder string, party uint32, deadlockTimeout time.Duration, shared, xact, wait bool) (bool, error) {
 	mode := 0
 	if shared {
 		mode = 1
 	}
+	dc, stopCheck := deadlockCheck{}, func() {}
+	defer func() { stopCheck() }()
 	for {
 		l.mu.Lock()
 		if l.free(k, holder, shared) {
@@ -295,7 +302,7 @@ func (l *advisoryLocks) take(ctx context.Context, k advisoryKey, holder string, 
 			}
 			hd := l.locks[k][holder]
 			if hd == nil {
-				hd = &holding{}
+				hd = &holding{party: party}
 				l.locks[k][holder] = hd
 			}
 			if xact {
@@ -315,12 +322,40 @@ func (l *advisoryLocks) take(ctx context.Context, k advisoryKey, holder string, 
 		}
 		changed := l.changed
 		l.mu.Unlock()
+		if dc.timer == nil {
+			dc, stopCheck = l.graph.watch(party, deadlockTimeout, func() (string, []uint32) { return l.blockers(k, holder, shared) })
+		}
 		select {
 		case <-changed:
+		case <-dc.fired():
+			if err := dc.check(); err != nil {
+				return false, err
+			}
 		case <-ctx.Done():
 			return false, &query.Error{Code: sqlstate.QueryCanceled, Message: "canceling statement while waiting for an advisory lock"}
 		}
 	}
+}
+
+// blockers is what holder's wait for k waits for, in PostgreSQL's words (the lock's tag:
+// database, key, kind), and the sessions holding it in a mode that excludes the wait's.
+func (l *advisoryLocks) blockers(k advisoryKey, holder string, shared bool) (what string, parties []uint32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for h, hd := range l.locks[k] { //determinism:ok sorted below
+		if h != holder && (hd.exclusive() || !shared) && hd.party != 0 {
+			parties = append(parties, hd.party)
+		}
+	}
+	slices.Sort(parties)
+	mode, tag := "ExclusiveLock", fmt.Sprintf("[0,%d,%d,1]", uint32(k.a>>32), uint32(k.a))
+	if shared {
+		mode = "ShareLock"
+	}
+	if k.pair {
+		tag = fmt.Sprintf("[0,%d,%d,2]", uint32(k.a), uint32(k.b))
+	}
+	return mode + " on advisory lock " + tag, parties
 }
 
 // release lets go of one session take of k by holder; false when it held none (PostgreSQL
@@ -384,7 +419,7 @@ func advisoryHolder(q *query.Request) string {
 
 // runAdvisory runs call for the client of q; inTx: in the client's transaction, whose end
 // lets go of its transaction locks (else a transaction lock is let go as the statement ends).
-func (l *advisoryLocks) run(ctx context.Context, call advisoryCall, q *query.Request, inTx bool) (query.Rows, error) {
+func (l *advisoryLocks) run(ctx context.Context, call advisoryCall, q *query.Request, inTx bool, deadlockTimeout time.Duration) (query.Rows, error) {
 	holder := advisoryHolder(q)
 	if holder == "" {
 		return nil, &query.Error{Code: sqlstate.FeatureNotSupported, Message: call.name + " on DuckDB needs the client's connection, which this frontend does not name"}
@@ -401,7 +436,7 @@ func (l *advisoryLocks) run(ctx context.Context, call advisoryCall, q *query.Req
 	case f.unlock:
 		answer = l.release(k, holder, f.shared)
 	default:
-		got, err := l.take(ctx, k, holder, f.shared, f.xact, f.wait)
+		got, err := l.take(ctx, k, holder, q.SessionID, deadlockTimeout, f.shared, f.xact, f.wait)
 		if err != nil {
 			return nil, err
 		}

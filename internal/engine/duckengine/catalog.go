@@ -106,7 +106,7 @@ var compatSQL = []string{
 	// own (qf_constraint_index_oid).
 	`CREATE MACRO {c}.main.qf_constraint_index_oid(table_oid, constraint_index) AS
 		(1::BIGINT << 40) + table_oid * 1000 + constraint_index`,
-	declaredNameSQL, declaredActionSQL, constraintNameSQL,
+	declaredNameSQL, declaredActionSQL, constraintNameSQL, declaredByKeySQL,
 	`CREATE MACRO {c}.main.qf_fk_action_words(a) AS CASE a WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
 		WHEN 'd' THEN 'SET DEFAULT' END`,
 	// A foreign key's deferrability as pg_get_constraintdef ends with it.
@@ -116,25 +116,28 @@ var compatSQL = []string{
 	`CREATE MACRO {c}.main.qf_fk_actions(upd, del) AS
 		CASE WHEN upd IN ('r', 'c', 'n', 'd') THEN ' ON UPDATE ' || {c}.main.qf_fk_action_words(upd) ELSE '' END ||
 		CASE WHEN del IN ('r', 'c', 'n', 'd') THEN ' ON DELETE ' || {c}.main.qf_fk_action_words(del) ELSE '' END`,
+	// pg_name is qf_constraint_name's, by a join (qf_declared_by_key).
 	`CREATE MACRO {c}.main.qf_key_constraints() AS TABLE
-		SELECT *, {c}.main.qf_constraint_name(database_name, schema_name, table_name, constraint_type, constraint_column_names,
-			CASE WHEN constraint_type = 'PRIMARY KEY' THEN table_name || '_pkey' ELSE constraint_name END) AS pg_name
-		FROM duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE')
-		AND database_name = current_database()`,
+		SELECT k.*, coalesce(d.name, CASE WHEN k.constraint_type = 'PRIMARY KEY' THEN k.table_name || '_pkey' ELSE k.constraint_name END) AS pg_name
+		FROM duckdb_constraints() k LEFT JOIN {c}.main.qf_declared_by_key d ON d.schema_name = k.schema_name
+			AND d.table_name = lower(k.table_name) AND d.kind = CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' ELSE 'u' END
+			AND d.columns = list_transform(k.constraint_column_names, x -> lower(x))
+		WHERE k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND k.database_name = current_database()`,
 	// A table's access method is heap (qf_pg_am), as psql's \dt+ shows it, a view's none; a table with a
 	// foreign key or referenced by one has "triggers", as PostgreSQL keeps its foreign keys
 	// (psql's \d lists a table's foreign keys, and those referencing it, only then); its
 	// replica identity is the default (psql's \d+ said "???").
-	`CREATE VIEW {c}.main.qf_pg_class AS SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, NULL::VARCHAR[] AS relacl,
+	`CREATE VIEW {c}.main.qf_pg_class AS SELECT pc.* REPLACE (NULL::VARCHAR[] AS reloptions, NULL::VARCHAR[] AS relacl,
 			CASE WHEN relkind IN ('r', 'm') THEN 2 WHEN relkind = 'i' THEN 403 ELSE 0 END AS relam,
 			oid IN (SELECT table_oid FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY'
 				UNION ALL SELECT t.table_oid FROM duckdb_constraints() k JOIN duckdb_tables() t ON t.database_name = k.database_name
 				AND t.schema_name = k.schema_name AND t.table_name = k.referenced_table WHERE k.constraint_type = 'FOREIGN KEY') AS relhastriggers,
 			CASE WHEN relkind IN ('r', 'm', 'p') THEN 'd' ELSE 'n' END AS relreplident,
 			-- a varchar(n)'s length check is none (pglength.go): pg_dump counts what pg_constraint lists
-			(relchecks - (SELECT count(*) FROM duckdb_constraints() lc WHERE lc.table_oid = pc.oid AND lc.constraint_type = 'CHECK'
-				AND regexp_matches(lc.expression, ` + lengthCheckSQL + `)))::INTEGER AS relchecks),
+			(relchecks - coalesce(lc.n, 0))::INTEGER AS relchecks),
 		false AS relforcerowsecurity FROM pg_catalog.pg_class pc
+		LEFT JOIN (SELECT table_oid, count(*) AS n FROM duckdb_constraints() WHERE constraint_type = 'CHECK'
+			AND regexp_matches(expression, ` + lengthCheckSQL + `) GROUP BY table_oid) lc ON lc.table_oid = pc.oid
 		WHERE relnamespace IN (FROM {c}.main.qf_own_schemas())
 		AND oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE internal)
 		UNION ALL BY NAME
@@ -240,24 +243,19 @@ var compatSQL = []string{
 	// get_pk_constraint and get_foreign_keys). DuckDB has no referential actions: a foreign key
 	// is NO ACTION ('a'), as PostgreSQL's default. NOT NULL is a column's, not a constraint.
 	`CREATE VIEW {c}.main.qf_pg_constraint AS SELECT (k.table_oid * 1000000) + k.constraint_index AS oid,
-		{c}.main.qf_constraint_name(k.database_name, k.schema_name, k.table_name, k.constraint_type, k.constraint_column_names,
-			CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
+		coalesce(d.name, CASE k.constraint_type WHEN 'PRIMARY KEY' THEN k.table_name || '_pkey'
 			WHEN 'FOREIGN KEY' THEN k.table_name || '_' || array_to_string(k.constraint_column_names, '_') || '_fkey'
 			ELSE k.constraint_name END) AS conname,
 		k.schema_oid AS connamespace,
 		CASE k.constraint_type WHEN 'CHECK' THEN 'c' WHEN 'UNIQUE' THEN 'u' WHEN 'PRIMARY KEY' THEN 'p' ELSE 'f' END AS contype,
-		k.constraint_type = 'FOREIGN KEY' AND {c}.main.qf_constraint_action(k.database_name, k.schema_name, k.table_name,
-			k.constraint_column_names, 'x') IN ('i', 'd') AS condeferrable,
-		k.constraint_type = 'FOREIGN KEY' AND {c}.main.qf_constraint_action(k.database_name, k.schema_name, k.table_name,
-			k.constraint_column_names, 'x') = 'd' AS condeferred, true AS convalidated, k.table_oid AS conrelid, 0::BIGINT AS contypid,
+		k.constraint_type = 'FOREIGN KEY' AND coalesce(d.deferral, 'a') IN ('i', 'd') AS condeferrable,
+		k.constraint_type = 'FOREIGN KEY' AND coalesce(d.deferral, 'a') = 'd' AS condeferred, true AS convalidated, k.table_oid AS conrelid, 0::BIGINT AS contypid,
 		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN coalesce({c}.main.qf_constraint_index_oid(r.table_oid, r.constraint_index), 0)
 			WHEN k.constraint_type IN ('PRIMARY KEY', 'UNIQUE') THEN {c}.main.qf_constraint_index_oid(k.table_oid, k.constraint_index)
 			ELSE 0 END AS conindid,
 		0::BIGINT AS conparentid, coalesce(r.table_oid, 0) AS confrelid,
-		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN {c}.main.qf_constraint_action(k.database_name, k.schema_name, k.table_name,
-			k.constraint_column_names, 'u') ELSE ' ' END AS confupdtype,
-		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN {c}.main.qf_constraint_action(k.database_name, k.schema_name, k.table_name,
-			k.constraint_column_names, 'd') ELSE ' ' END AS confdeltype,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN coalesce(d.on_update, 'a') ELSE ' ' END AS confupdtype,
+		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN coalesce(d.on_delete, 'a') ELSE ' ' END AS confdeltype,
 		CASE WHEN k.constraint_type = 'FOREIGN KEY' THEN 's' ELSE ' ' END AS confmatchtype,
 		true AS conislocal, 0 AS coninhcount, false AS connoinherit,
 		list_transform(k.constraint_column_indexes, i -> (i + 1)::SMALLINT) AS conkey,
@@ -269,7 +267,10 @@ var compatSQL = []string{
 			WHEN 'PRIMARY KEY' THEN 'PRIMARY KEY (' || array_to_string(k.constraint_column_names, ', ') || ')'
 			WHEN 'UNIQUE' THEN 'UNIQUE (' || array_to_string(k.constraint_column_names, ', ') || ')'
 			ELSE k.constraint_text END AS qf_definition
-		FROM duckdb_constraints() k LEFT JOIN duckdb_constraints() r ON k.constraint_type = 'FOREIGN KEY'
+		FROM duckdb_constraints() k LEFT JOIN {c}.main.qf_declared_by_key d ON d.schema_name = k.schema_name
+			AND d.table_name = lower(k.table_name) AND d.kind = CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u'
+			WHEN 'FOREIGN KEY' THEN 'f' WHEN 'CHECK' THEN 'c' END AND d.columns = list_transform(k.constraint_column_names, x -> lower(x))
+		LEFT JOIN duckdb_constraints() r ON k.constraint_type = 'FOREIGN KEY'
 			AND r.database_name = k.database_name AND r.schema_name = k.schema_name AND r.table_name = k.referenced_table
 			AND r.constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND list_sort(r.constraint_column_names) = list_sort(k.referenced_column_names)
 		WHERE k.database_name = current_database() AND k.constraint_type IN ('CHECK', 'UNIQUE', 'PRIMARY KEY', 'FOREIGN KEY')
@@ -552,6 +553,14 @@ func typeSQL() []string {
 				map[bool]int{true: 100}[t.collatable]))
 		}
 	}
+	// The types whose typstorage is "extended" (qf_pg_type's).
+	var extended []string
+	for _, row := range rows {
+		oid, rest, _ := strings.Cut(row[1:], ", ")
+		if n, _ := strconv.Atoi(oid); slices.Contains([]int{17, 25, 114, 1042, 1043, 3802}, n) || strings.Contains(rest, ", 'A', ") {
+			extended = append(extended, oid)
+		}
+	}
 	return []string{
 		`CREATE MACRO {c}.main.qf_type_oid(data_type) AS CASE WHEN data_type LIKE 'DECIMAL(%' THEN 1700 ELSE CASE data_type ` +
 			strings.Join(cases, " ") + ` ELSE 25 END END`,
@@ -567,9 +576,11 @@ func typeSQL() []string {
 			0 AS typndims, typcollation::BIGINT AS typcollation, NULL::VARCHAR AS typdefaultbin, NULL::VARCHAR AS typdefault,
 			NULL::VARCHAR[] AS typacl, formatted AS qf_formatted
 			FROM (VALUES ` + strings.Join(rows, ", ") + `) t(oid, typname, formatted, typlen, typcategory, typcollation)`,
-		// How PostgreSQL stores a value of the type (psql's \d+ Storage): its pg_type's.
-		`CREATE MACRO {c}.main.qf_storage(type_oid) AS coalesce((SELECT any_value(qf_st.typstorage) FROM {c}.main.qf_pg_type qf_st
-			WHERE qf_st.oid = type_oid), 'p')`,
+		// How PostgreSQL stores a value of the type (psql's \d+ Storage): its pg_type's
+		// typstorage, written out (a lookup in qf_pg_type would be a correlated subquery in
+		// every pg_attribute row, which DuckDB plans slowly).
+		`CREATE MACRO {c}.main.qf_storage(type_oid) AS CASE WHEN type_oid = 1700 THEN 'm' WHEN type_oid IN (` +
+			strings.Join(extended, ", ") + `) THEN 'x' ELSE 'p' END`,
 		formatTypeSQL(),
 		declaredColumnsView,
 		`CREATE VIEW {c}.main.qf_pg_attribute AS SELECT table_oid AS attrelid, column_name AS attname,

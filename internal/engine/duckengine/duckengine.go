@@ -75,6 +75,9 @@ type Engine struct {
 	connector atomic.Pointer[duckdb.Connector]
 	// writes is the database's write lock, PostgreSQL clients' writers' turn (pgwritelock.go).
 	writes writeLock
+	// waits are PostgreSQL clients' waits for the write lock and advisory locks, read by the
+	// deadlock check (pgdeadlock.go).
+	waits waitGraph
 }
 
 // connSetup is what each new connection of one opened database runs first.
@@ -149,6 +152,7 @@ func Open(spec engine.Spec) (query.Engine, error) {
 	e := &Engine{name: spec.Name, locked: locked, reopen: reopener{
 		dsn: path + "?" + q.Encode(), endpoint: spec.Endpoint, database: cmp.Or(spec.Database, spec.Name),
 		inMemory: path == "", conns: conns}}
+	e.writes.graph, e.advisory.graph = &e.waits, &e.waits
 	if readOnlyFile != "" {
 		// Named as DuckDB names a file it opens: its base name without the extension.
 		e.reopen.dsn, e.reopen.readOnlyFile, e.reopen.late = "?"+q.Encode(), readOnlyFile, late
@@ -484,8 +488,10 @@ func (e *Engine) Execute(ctx context.Context, q *query.Request) (query.Rows, err
 		}
 		return e.execute(ctx, q)
 	}
+	ended := e.writes.working() // the statement's run; each read of its rows after (reading)
 	rows, err := e.execute(ctx, q)
-	return withWrites(rows, err, release)
+	ended()
+	return withWrites(e.writes.reading(rows, err), err, release)
 }
 
 func (e *Engine) execute(ctx context.Context, q *query.Request) (query.Rows, error) {
@@ -494,7 +500,7 @@ func (e *Engine) execute(ctx context.Context, q *query.Request) (query.Rows, err
 		if err != nil {
 			return nil, err
 		}
-		return e.advisory.run(ctx, call, q, false)
+		return e.advisory.run(ctx, call, q, false, startupDeadlockTimeout(q))
 	}
 	if maybeRowUpsert(q) { // a statement of its own transaction, on a session's one connection (mysqlupsertrows.go)
 		s, err := e.OpenSession(ctx, q)

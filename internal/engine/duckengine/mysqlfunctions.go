@@ -402,8 +402,11 @@ func listEdits(toks []sqltok.Token, i int, edit func(from, to int, text string))
 // the frontend reports), whole seconds (DuckDB's are a TIMESTAMP WITH TIME ZONE with
 // microseconds), or the fractional digits of a literal argument (NOW(3)).
 func nowEdits(toks []sqltok.Token, i int, edit func(from, to int, text string)) {
-	const now = mysqlNow
+	now := mysqlNow
 	name := strings.ToLower(toks[i].Text)
+	if name == "sysdate" {
+		now = mysqlSysdate // the call's time, not the statement's (mysqlnowpin.go)
+	}
 	if end := noArgCall(toks, i); end >= 0 {
 		edit(i, end, "CAST(date_trunc('second', "+now+") AS TIMESTAMP_S)")
 		return

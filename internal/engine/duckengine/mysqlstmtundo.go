@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
@@ -48,6 +49,8 @@ type keptStmt struct {
 	tag  string
 	// vars: the user variables it names, as they were before it ran (mysqlundovars.go).
 	vars *varSnapshot
+	// now: its NOW(), written again when it runs again (mysqlnowpin.go).
+	now string
 }
 
 // stmtLog is a MySQL client's open transaction's statements, kept to run again (mysqlstmtundo.go).
@@ -70,15 +73,19 @@ type stmtLog struct {
 	depth int
 	// snaps numbers the user variables' copies (mysqlundovars.go).
 	snaps int
-	// now is the transaction's NOW(), UTC ("": not taken yet; mysqlnowpin.go).
-	now string
+	// start is the statement under way's start, now its NOW(), UTC ("": not taken yet),
+	// first the transaction's first NOW() taken; writing: the statement changes data
+	// (mysqlnowpin.go).
+	start      time.Time
+	now, first string
+	writing    bool
 }
 
 func (l *stmtLog) reset() {
 	clear(l.stmts)
 	l.stmts, l.bytes, l.lost, l.lostAt, l.marks, l.differed = l.stmts[:0], 0, false, 0, l.marks[:0], false
 	l.snaps = 0 // the next transaction's copies reuse the names: as many as one log's at most
-	l.now = ""
+	l.now, l.first = "", ""
 }
 
 // lose notes that the log cannot undo what ran from its n-th statement on.
@@ -130,6 +137,7 @@ func (s *session) Execute(ctx context.Context, q *query.Request) (query.Rows, er
 	}
 	inTx := s.status == 'T'
 	if inTx {
+		s.undo.startStatement(q.SQL)
 		ctx = withTxNow(ctx, &s.undo) // mysqlnowpin.go
 	}
 	var ids *stmtIDs
@@ -210,7 +218,9 @@ func (s *session) replay(ctx context.Context) error {
 	if names := s.undo.keptVarNames(); len(names) > 0 {
 		defer s.holdVars(ctx, names)() // the variables as they are now, after the run (mysqlundovars.go)
 	}
+	defer func(now string, writing bool) { s.undo.now, s.undo.writing = now, writing }(s.undo.now, s.undo.writing)
 	for _, k := range s.undo.stmts {
+		s.undo.now, s.undo.writing = k.now, true // its NOW() as it ran (mysqlnowpin.go)
 		if k.vars != nil && k.vars.restore(s, ctx) != nil {
 			s.fail()
 			s.undo.lose(0)
@@ -283,7 +293,7 @@ func (l *stmtLog) keep(q *query.Request, ids *stmtIDs, rows query.Rows, vars *va
 		l.lose(len(l.stmts))
 		return
 	}
-	l.stmts = append(l.stmts, keptStmt{q: &c, ids: ids.ids, rows: rows, vars: vars})
+	l.stmts = append(l.stmts, keptStmt{q: &c, ids: ids.ids, rows: rows, vars: vars, now: l.now})
 }
 
 // changesData reports whether a MySQL client's statement may change what a ROLLBACK undoes:

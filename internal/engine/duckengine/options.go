@@ -31,49 +31,62 @@ var wireSettings = map[string]bool{
 // statementTimeout reads q's startup options: the statement_timeout to apply (0: none), or an
 // error naming an option this engine cannot apply.
 func statementTimeout(q *query.Request) (time.Duration, error) {
-	timeout, _, err := startupTimeouts(q)
-	return timeout, err
+	t, err := startupTimeouts(q)
+	return t.statement, err
 }
 
 // startupLockTimeout is the lock_timeout of q's startup options (0: none): the write lock's
 // wait (pgwritelock.go).
 func startupLockTimeout(q *query.Request) (time.Duration, error) {
-	_, lock, err := startupTimeouts(q)
-	return lock, err
+	t, err := startupTimeouts(q)
+	return t.lock, err
 }
 
-// startupTimeouts reads q's startup options: statement_timeout and lock_timeout (0: none), or
-// an error naming an option this engine cannot apply.
-func startupTimeouts(q *query.Request) (timeout, lock time.Duration, err error) {
+// startupDeadlockTimeout is the deadlock_timeout of q's startup options (0: the default;
+// pgdeadlock.go). Options it cannot read fail the statement through statementTimeout's read.
+func startupDeadlockTimeout(q *query.Request) time.Duration {
+	t, _ := startupTimeouts(q)
+	return t.deadlock
+}
+
+// startupTimes are the timeouts a connection's startup options set (0: none, or the default).
+type startupTimes struct{ statement, lock, deadlock time.Duration }
+
+// startupTimeouts reads q's startup options: statement_timeout, lock_timeout and
+// deadlock_timeout, or an error naming an option this engine cannot apply.
+func startupTimeouts(q *query.Request) (t startupTimes, err error) {
 	raw := q.Headers[optionsHeader]
 	if q.Protocol != query.ProtocolPostgres || raw == "" {
-		return 0, 0, nil
+		return t, nil
 	}
 	opts, err := pgoptions.Parse(raw)
 	if err != nil {
-		return 0, 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: err.Error()}
+		return t, &query.Error{Code: sqlstate.InvalidParameterValue, Message: err.Error()}
 	}
 	for _, kv := range opts {
 		name := strings.ToLower(strings.ReplaceAll(kv[0], "-", "_"))
 		switch {
-		case name == "statement_timeout" || name == "lock_timeout":
+		case name == "statement_timeout" || name == "lock_timeout" || name == "deadlock_timeout":
 			d, err := parseTimeout(kv[1])
 			if err != nil {
-				return 0, 0, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option %s %q: %v", name, kv[1], err)}
+				return startupTimes{}, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("startup option %s %q: %v", name, kv[1], err)}
 			}
-			if name == "lock_timeout" {
-				lock = d
-			} else {
-				timeout = d
+			switch name {
+			case "lock_timeout":
+				t.lock = d
+			case "deadlock_timeout":
+				t.deadlock = d
+			default:
+				t.statement = d
 			}
 		case name == "search_path" && duckSearchPath(kv[1]) == "main":
 			// public (Django's and Rails' schema setting): where every statement already runs
 		case !wireSettings[name]:
-			return 0, 0, &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(
-				"startup option %s is not supported on DuckDB (only statement_timeout and lock_timeout are applied): remove it from the connection's options", kv[0])}
+			return startupTimes{}, &query.Error{Code: sqlstate.FeatureNotSupported, Message: fmt.Sprintf(
+				"startup option %s is not supported on DuckDB (only statement_timeout, lock_timeout and deadlock_timeout are applied): remove it from the connection's options", kv[0])}
 		}
 	}
-	return timeout, lock, nil
+	return t, nil
 }
 
 // parseTimeout reads a statement_timeout as PostgreSQL does: milliseconds, or a number with a

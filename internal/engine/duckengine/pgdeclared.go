@@ -557,6 +557,15 @@ const constraintNameSQL = `CREATE MACRO {c}.main.qf_pg_constraint_name(in_db, in
 		ELSE k.constraint_name END))
 	FROM duckdb_constraints() k WHERE k.database_name = in_db AND k.schema_name = in_schema AND k.constraint_name = in_name)`
 
+// declaredByKeySQL is the declared constraints, one row for each schema, table, kind and
+// columns (each value the first of its rows that has one, as qf_constraint_name's and
+// qf_constraint_action's any_value): the catalog views join it where calling those macros row
+// by row would make DuckDB plan a correlated subquery for each call (seconds of planning for
+// one ORM's introspection query).
+const declaredByKeySQL = `CREATE VIEW {c}.main.qf_declared_by_key AS SELECT schema_name, table_name, kind, columns,
+	any_value(name) AS name, any_value(on_delete) AS on_delete, any_value(on_update) AS on_update, any_value(deferral) AS deferral
+	FROM {declared}.constraints GROUP BY schema_name, table_name, kind, columns`
+
 // declaredActionSQL: a foreign key's declared ON DELETE (which 'd') or ON UPDATE ('u') action,
 // pg_constraint's letter; NO ACTION ('a') when none was declared; which 'x': its deferral
 // (declaredConstraint.deferral), 'a' when not deferrable.

@@ -162,3 +162,35 @@ func (r *lockRules) index(id uint64) int {
 func (r *lockRules) remove(i int) {
 	r.queue = append(r.queue[:i:i], r.queue[i+1:]...)
 }
+
+// waitCycle is a cycle of waits through self, as PostgreSQL's deadlock check finds one:
+// self waits for cycle[1], which waits for cycle[2], ..., and the last waits for self; nil
+// when none. waitsFor(p) is whom p waits for (none: p is not waiting); a party that waits for
+// itself is no cycle (a lock is never blocked by its own holder). Depth first, in waitsFor's
+// order, each party visited once: a wait-for graph of n parties is read in O(n + edges).
+func waitCycle(self uint32, waitsFor func(uint32) []uint32) []uint32 {
+	seen := map[uint32]bool{self: true}
+	path := []uint32{self}
+	var walk func(p uint32) bool
+	walk = func(p uint32) bool {
+		for _, q := range waitsFor(p) {
+			switch {
+			case q == p:
+			case q == self:
+				return true
+			case !seen[q]:
+				seen[q] = true
+				path = append(path, q)
+				if walk(q) {
+					return true
+				}
+				path = path[:len(path)-1]
+			}
+		}
+		return false
+	}
+	if walk(self) {
+		return path
+	}
+	return nil
+}

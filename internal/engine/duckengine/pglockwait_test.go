@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // TestOneWaitEachProtocolsErrors: the one wait for the write lock ends with each protocol's
@@ -16,7 +18,7 @@ import (
 func TestOneWaitEachProtocolsErrors(t *testing.T) {
 	var l writeLock
 	ctx := context.Background()
-	if err := l.take(ctx, 0, 0, false, ""); err != nil {
+	if err := l.take(ctx, &query.Request{}, 0, 0, 0, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
@@ -58,7 +60,7 @@ func TestOneWaitEachProtocolsErrors(t *testing.T) {
 	served := make(chan int, 2)
 	for i := 1; i <= 2; i++ {
 		go func() {
-			if err := l.take(ctx, 0, 0, false, ""); err != nil {
+			if err := l.take(ctx, &query.Request{}, 0, 0, 0, false, ""); err != nil {
 				t.Error(err)
 			}
 			served <- i

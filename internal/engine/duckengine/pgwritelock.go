@@ -3,6 +3,7 @@ package duckengine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -43,7 +44,8 @@ import (
 // slows every holder: bounding the wait itself failed pgbench's transactions on one).
 //
 // The wait ends as PostgreSQL's does: with the lock, lock_timeout (55P03), statement_timeout
-// or the client's cancel (57014). A SELECT ... FOR UPDATE / FOR SHARE takes the lock too (its
+// or the client's cancel (57014), or deadlock detected (40P01) when, deadlock_timeout after it
+// began, its holder waits for the waiter (an advisory lock: pgdeadlock.go). A SELECT ... FOR UPDATE / FOR SHARE takes the lock too (its
 // rows are then the transaction's until it ends; NOWAIT answers 55P03 at once); SKIP LOCKED
 // takes none (it skips nothing, see locking.go). Trino and Flight SQL clients' writes take it
 // as PostgreSQL clients' do; MySQL clients' wait by the same rules with InnoDB's errors
@@ -57,6 +59,10 @@ type writeLock struct {
 	rules  lockRules
 	ids    uint64
 	turns  map[uint64]chan struct{} // a waiter's, closed when the lock goes to it
+	// parties are the PostgreSQL sessions (pids) of the holder and the waiters, by id, whom
+	// the engine's deadlock check (graph) reads.
+	parties map[uint64]uint32
+	graph   *waitGraph
 }
 
 // now is the lock's clock: the time since its first use. Called with mu held.
@@ -67,12 +73,19 @@ func (l *writeLock) now() time.Duration {
 	return time.Since(l.origin) //determinism:ok as above
 }
 
-// working marks a statement of the lock's holder begun (or a result of it still being read);
-// the func it returns marks it ended. A waiter gives up only on a holder with nothing under
-// way that began or ended nothing for idleAfter.
-func (l *writeLock) working() func() {
+// working marks a statement of the lock's holder begun (or a read of its result); the func
+// it returns marks it ended. A waiter gives up only on a holder with nothing under way that
+// began or ended nothing for idleAfter.
+func (l *writeLock) working() func() { return l.workingAs(0) }
+
+// workingAs is working for holder (0: whoever holds the lock): nothing when the lock is
+// another's by now (a result read after its transaction ended is no one's work).
+func (l *writeLock) workingAs(holder uint64) func() {
 	l.mu.Lock()
-	token := l.rules.begin(l.now())
+	token := uint64(0)
+	if holder == 0 || holder == l.rules.holder {
+		token = l.rules.begin(l.now())
+	}
 	l.mu.Unlock()
 	var once sync.Once
 	return func() {
@@ -104,6 +117,10 @@ type lockWait struct {
 	busy, lockTimedOut            error
 	statementTimedOut             error
 	canceled                      func(ctx context.Context) error // ctx ended
+	// party is the waiting PostgreSQL session's pid (0: none, no deadlock check), checked for
+	// a deadlock after deadlockTimeout (0: the default).
+	party           uint32
+	deadlockTimeout time.Duration
 }
 
 // pgWait is a PostgreSQL client's wait: lock_timeout 55P03, statement_timeout and cancel
@@ -146,7 +163,14 @@ func (l *writeLock) wait(ctx context.Context, w lockWait) error {
 	if w.statementTimeout > 0 && (deadline == 0 || now+w.statementTimeout < deadline) {
 		deadline, timedOut = now+w.statementTimeout, w.statementTimedOut
 	}
-	switch l.rules.request(lockWaiter{id: id, since: now, deadline: deadline, idle: w.idle}, w.nowait) {
+	answer := l.rules.request(lockWaiter{id: id, since: now, deadline: deadline, idle: w.idle}, w.nowait)
+	if answer != lockBusy && w.party != 0 {
+		if l.parties == nil {
+			l.parties = map[uint64]uint32{}
+		}
+		l.parties[id] = w.party
+	}
+	switch answer {
 	case lockGranted:
 		l.mu.Unlock()
 		return nil
@@ -162,10 +186,21 @@ func (l *writeLock) wait(ctx context.Context, w lockWait) error {
 	timer := l.timerFor(id, now)
 	l.mu.Unlock()
 	defer func() { timer.Stop() }() // the last timer set
+	dc, stopCheck := l.graph.watch(w.party, w.deadlockTimeout, func() (string, []uint32) { return l.blockers(id) })
+	defer stopCheck()
 	for {
 		select {
 		case <-turn:
 			return nil
+		case <-dc.fired():
+			if err := dc.check(); err != nil {
+				l.mu.Lock()
+				delete(l.turns, id)
+				delete(l.parties, id)
+				l.serve(l.rules.leave(id, l.now()))
+				l.mu.Unlock()
+				return err
+			}
 		case <-timer.C:
 			l.mu.Lock()
 			now := l.now()
@@ -176,10 +211,12 @@ func (l *writeLock) wait(ctx context.Context, w lockWait) error {
 				return nil
 			case lockTimedOut:
 				delete(l.turns, id)
+				delete(l.parties, id)
 				l.mu.Unlock()
 				return timedOut
 			case lockIdle:
 				delete(l.turns, id)
+				delete(l.parties, id)
 				l.mu.Unlock()
 				return errUnlocked
 			}
@@ -189,6 +226,7 @@ func (l *writeLock) wait(ctx context.Context, w lockWait) error {
 		case <-ctx.Done():
 			l.mu.Lock()
 			delete(l.turns, id)
+			delete(l.parties, id)
 			l.serve(l.rules.leave(id, l.now()))
 			l.mu.Unlock()
 			return w.canceled(ctx)
@@ -206,6 +244,26 @@ func (l *writeLock) timerFor(id uint64, now time.Duration) *time.Timer {
 	return time.NewTimer(d) //determinism:ok as now
 }
 
+// blockers is what waiter id waits for, in PostgreSQL's words, and the sessions it waits
+// for: the holder and the waiters ahead of it (the lock goes to them first). Taking the lock
+// waits on its holder's transaction, the holder's id standing for the transaction's number.
+func (l *writeLock) blockers(id uint64) (what string, parties []uint32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rules.holder == id || l.rules.index(id) < 0 {
+		return "", nil // served, or gone
+	}
+	if p := l.parties[l.rules.holder]; p != 0 {
+		parties = append(parties, p)
+	}
+	for _, w := range l.rules.queue[:l.rules.index(id)] {
+		if p := l.parties[w.id]; p != 0 && !slices.Contains(parties, p) {
+			parties = append(parties, p)
+		}
+	}
+	return fmt.Sprintf("ShareLock on transaction %d", l.rules.holder), parties
+}
+
 // serve tells waiter next (0: none) the lock is its. Called with mu held.
 func (l *writeLock) serve(next uint64) {
 	if turn, ok := l.turns[next]; ok {
@@ -214,13 +272,19 @@ func (l *writeLock) serve(next uint64) {
 	}
 }
 
-// take is a PostgreSQL client's wait for the lock (pgWait).
-func (l *writeLock) take(ctx context.Context, lockTimeout, statementTimeout time.Duration, nowait bool, what string) error {
-	return l.wait(ctx, pgWait(lockTimeout, statementTimeout, nowait, what))
+// take is a PostgreSQL client's wait for the lock (pgWait), checked for a deadlock after
+// deadlockTimeout when q names its session.
+func (l *writeLock) take(ctx context.Context, q *query.Request, lockTimeout, statementTimeout, deadlockTimeout time.Duration, nowait bool, what string) error {
+	w := pgWait(lockTimeout, statementTimeout, nowait, what)
+	if q.Protocol == query.ProtocolPostgres {
+		w.party, w.deadlockTimeout = q.SessionID, deadlockTimeout
+	}
+	return l.wait(ctx, w)
 }
 
 func (l *writeLock) release() {
 	l.mu.Lock()
+	delete(l.parties, l.rules.holder)
 	l.serve(l.rules.release(l.now()))
 	l.mu.Unlock()
 }
@@ -357,10 +421,6 @@ func (s *session) statementTimeoutOf(q *query.Request) time.Duration {
 // writeLocked runs a PostgreSQL client's statement in the session under the write lock
 // when it writes, taking it first if the session does not hold it yet.
 func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(context.Context, *query.Request) (query.Rows, error)) (query.Rows, error) {
-	if s.streaming != nil { // the last result is read, or held in memory before this runs
-		s.streaming()
-		s.streaming = nil
-	}
 	write, nowait, what := writeIntent(q)
 	if isMySQL(q) {
 		write, nowait = mysqlWriteIntent(q)
@@ -370,9 +430,12 @@ func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(co
 			return nil, err
 		}
 	} else if write && !s.writing && s.status != 'E' && !(s.readOnly && s.status == 'T') && !holdsWrites(ctx) {
-		err := s.e.writes.take(ctx, s.lockTimeoutOf(q), s.statementTimeoutOf(q), nowait, what)
+		err := s.e.writes.take(ctx, q, s.lockTimeoutOf(q), s.statementTimeoutOf(q), s.deadlockTimeoutOf(q), nowait, what)
 		if err != nil && err != errUnlocked {
 			s.fail()
+			if isDeadlock(err) {
+				s.abortDeadlocked(ctx)
+			}
 			return nil, err
 		}
 		s.writing = err == nil
@@ -400,9 +463,9 @@ func (s *session) writeLocked(ctx context.Context, q *query.Request, run func(co
 	}
 	before := s.status
 	rows, err := run(ctx, q)
-	rows = stillWorking(rows, err, ended)
+	ended()
 	if s.writing {
-		s.streaming = ended
+		rows = s.e.writes.reading(rows, err)
 	}
 	switch {
 	case s.status == 'T' && before == 'T':
@@ -451,24 +514,44 @@ func (e *Engine) writeTurn(ctx context.Context, q *query.Request) (context.Conte
 	if err != nil {
 		return ctx, nil, err
 	}
-	switch err := e.writes.take(ctx, lockTimeout, statementTimeout, nowait, what); {
+	switch err := e.writes.take(ctx, q, lockTimeout, statementTimeout, startupDeadlockTimeout(q), nowait, what); {
 	case err == errUnlocked:
 		return ctx, nil, nil
 	case err != nil:
 		return ctx, nil, err
 	}
-	ended := e.writes.working() // one statement holds it: at work until its rows are read
-	return context.WithValue(ctx, heldWrites{}, true), func() { ended(); e.writes.release() }, nil
+	return context.WithValue(ctx, heldWrites{}, true), e.writes.release, nil
 }
 
-// stillWorking is a holder's statement's result, its statement at work (writeLock.working)
-// until its rows are read or closed: a holder streaming a long result is not idle.
-func stillWorking(rows query.Rows, err error, ended func()) query.Rows {
+// reading is a holder's statement's result whose every read is the holder's work
+// (writeLock.working): a holder streaming a long result is not idle while its client reads,
+// and one whose client left the result unread is idle idleAfter after its last read, as one
+// that sent nothing is (before, an unread result kept its holder at work, and every writer
+// waiting, until the session's next statement).
+func (l *writeLock) reading(rows query.Rows, err error) query.Rows {
 	if err != nil || rows == nil || rows.Schema() == nil {
-		ended()
 		return rows
 	}
-	return &writeRows{Rows: rows, release: ended}
+	l.mu.Lock()
+	holder := l.rules.holder
+	l.mu.Unlock()
+	if holder == 0 {
+		return rows
+	}
+	return &readingRows{Rows: rows, l: l, holder: holder}
+}
+
+// readingRows marks each read of its rows its holder's work.
+type readingRows struct {
+	query.Rows
+	l      *writeLock
+	holder uint64
+}
+
+func (r *readingRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	done := r.l.workingAs(r.holder)
+	defer done()
+	return r.Rows.Next(ctx)
 }
 
 // withWrites is a statement's result holding the write lock until its rows are read or closed.

@@ -6,13 +6,15 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
 
 // Functions of PostgreSQL's that no DuckDB SQL writes are Go functions registered in the
 // database (its system catalog, which every connection sees) when it opens: the compatibility
-// macros call them (pgFunctionSQL). They compute from their arguments only.
+// macros call them (pgFunctionSQL). They compute from their arguments only, but for
+// qf_sysdate, the clock's time.
 
 // scalar is one Go function DuckDB calls, a row at a time; NULL in, NULL out.
 type scalar struct {
@@ -47,6 +49,11 @@ var scalars = map[string]scalar{
 	"qf_jsonb_set": {in: []duckdb.Type{duckdb.TYPE_VARCHAR, duckdb.TYPE_VARCHAR, duckdb.TYPE_VARCHAR, duckdb.TYPE_BOOLEAN}, out: duckdb.TYPE_VARCHAR,
 		f: func(a []driver.Value) (any, error) {
 			return jsonbSet(a[0].(string), a[1].(string), a[2].(string), a[3].(bool))
+		}},
+	// qf_sysdate(): MySQL's SYSDATE(), the time of the call, UTC (mysqlnowpin.go).
+	"qf_sysdate": {out: duckdb.TYPE_TIMESTAMP, volatile: true,
+		f: func([]driver.Value) (any, error) {
+			return time.Now().UTC(), nil //determinism:ok a real engine's clock (the simulator has no DuckDB)
 		}},
 }
 

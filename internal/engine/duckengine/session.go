@@ -78,10 +78,9 @@ type session struct {
 	// keepSnapshot: REPEATABLE READ or SERIALIZABLE; localLockTimeout: SET LOCAL lock_timeout
 	// (pgwritelock.go).
 	writing, snapshot, plainSoFar, keepSnapshot bool
-	// streaming ends the holder's last statement's work (writeLock.working) if its result
-	// is still being read.
-	streaming        func()
-	localLockTimeout *time.Duration
+	localLockTimeout                            *time.Duration
+	// localDeadlockTimeout: SET LOCAL deadlock_timeout (pgdeadlock.go).
+	localDeadlockTimeout *time.Duration
 	// lockWaited is how long a MySQL client's last write waited for the write lock, of its
 	// innodb_lock_wait_timeout, lockBudget that plus 1 ns (0: not read; mysqlwritelock.go).
 	lockWaited, lockBudget time.Duration
@@ -324,9 +323,12 @@ func (s *session) runAdvisory(ctx context.Context, call advisoryCall, q *query.R
 	if s.status == 'T' {
 		s.holder = advisoryHolder(q)
 	}
-	rows, err := s.e.advisory.run(ctx, call, q, s.status == 'T')
+	rows, err := s.e.advisory.run(ctx, call, q, s.status == 'T', s.deadlockTimeoutOf(q))
 	if err != nil {
 		s.fail()
+		if isDeadlock(err) {
+			s.abortDeadlocked(ctx)
+		}
 	}
 	return rows, err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
@@ -67,24 +68,14 @@ func (s *session) setLocal(ctx context.Context, st statement) (query.Rows, error
 		return engine.TagRows("SET"), nil
 	}
 	name, value, duckSQL := setLocalStatement(st.q)
-	if name == "statement_timeout" {
+	if local := s.localTimer(name); local != nil { // DuckDB has none of them: the session applies them
 		value = strings.Trim(value, "'")
 		d, err := parseTimeout(value)
 		if err != nil {
 			s.fail()
-			return nil, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("invalid value for parameter \"statement_timeout\": %q", value)}
+			return nil, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("invalid value for parameter \"%s\": %q", name, value)}
 		}
-		s.localTimeout = &d
-		return engine.TagRows("SET"), nil
-	}
-	if name == "lock_timeout" { // the write lock's wait (pgwritelock.go)
-		value = strings.Trim(value, "'")
-		d, err := parseTimeout(value)
-		if err != nil {
-			s.fail()
-			return nil, &query.Error{Code: sqlstate.InvalidParameterValue, Message: fmt.Sprintf("invalid value for parameter \"lock_timeout\": %q", value)}
-		}
-		s.localLockTimeout = &d
+		*local = &d
 		return engine.TagRows("SET"), nil
 	}
 	if s.e.locked && !slices.Contains(settableNames, name) {
@@ -106,6 +97,21 @@ func (s *session) setLocal(ctx context.Context, st statement) (query.Rows, error
 	return engine.TagRows("SET"), nil
 }
 
+// localTimer is where the session keeps the transaction's SET LOCAL of timeout name: the
+// statements' (options.go), the write lock's wait (pgwritelock.go), the deadlock check
+// (pgdeadlock.go); nil for any other setting.
+func (s *session) localTimer(name string) **time.Duration {
+	switch name {
+	case "statement_timeout":
+		return &s.localTimeout
+	case "lock_timeout":
+		return &s.localLockTimeout
+	case "deadlock_timeout":
+		return &s.localDeadlockTimeout
+	}
+	return nil
+}
+
 // setting is the value of DuckDB's setting name on the session's connection.
 func (s *session) setting(ctx context.Context, name string) (string, error) {
 	var v string
@@ -121,7 +127,7 @@ func (s *session) endTx() {
 		s.e.advisory.releaseAll(s.holder, false, true)
 		s.holder = ""
 	}
-	s.localTimeout, s.localLockTimeout = nil, nil
+	s.localTimeout, s.localLockTimeout, s.localDeadlockTimeout = nil, nil, nil
 	for i := len(s.locals) - 1; i >= 0; i-- {
 		l := s.locals[i]
 		if _, err := s.conn.ExecContext(context.Background(), "SET "+quoteIdent(l.name)+" = "+quoteString(l.before)); err != nil {

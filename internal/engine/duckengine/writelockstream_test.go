@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
@@ -11,9 +12,10 @@ import (
 )
 
 // TestAHolderStreamingAResultIsAtWork: the write lock's holder reading a long result of its
-// transaction is at work until the result is read, closed or held for its next statement:
-// its waiters do not give up on it as idle (and run without the lock, failing 40001 on its
-// rows) while it still streams.
+// transaction is at work while it reads: each read is a move of the holder, so its waiters do
+// not give up on it as idle (and run without the lock, failing 40001 on its rows) while it
+// still streams. A result left unread is no work: the holder is idle idleAfter after its last
+// read, not held at work until its session's next statement.
 func TestAHolderStreamingAResultIsAtWork(t *testing.T) {
 	e := open(t)
 	ctx := context.Background()
@@ -57,7 +59,23 @@ func TestAHolderStreamingAResultIsAtWork(t *testing.T) {
 	if _, err := rows.Next(ctx); err != nil {
 		t.Fatal(err)
 	}
-	work(1, "reading a long result")
+	work(0, "between reads of a long result")
+	for read := 0; read < 3; read++ {
+		before := duckengine.WriteLockMoved(e.(*duckengine.Engine))
+		time.Sleep(5 * time.Millisecond)
+		if _, err := rows.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if after := duckengine.WriteLockMoved(e.(*duckengine.Engine)); after <= before {
+			t.Fatalf("read %d of a long result: the holder last moved at %v, as before it (%v); want the read a move", read, after, before)
+		}
+	}
+	before := duckengine.WriteLockMoved(e.(*duckengine.Engine))
+	time.Sleep(5 * time.Millisecond)
+	work(0, "its result left unread")
+	if after := duckengine.WriteLockMoved(e.(*duckengine.Engine)); after != before {
+		t.Fatalf("a result left unread: the holder moved at %v; want no move since its last read (%v)", after, before)
+	}
 	drain(rows)
 	work(0, "its result read")
 	_ = run("select * from big") // left unread: held in memory when the next statement runs

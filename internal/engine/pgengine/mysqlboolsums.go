@@ -21,8 +21,7 @@ var boolAggregates = map[string]bool{"sum": true, "avg": true, "min": true, "max
 // mysqlBoolAggregates is sqlText with its aggregates of a boolean column of lookup's table
 // summing the column as an integer; sqlText itself when it has none.
 func mysqlBoolAggregates(sqlText string, lookup notNullLookup) string {
-	if lookup.booleans == nil || !sqltok.ContainsFold(sqlText, "sum") && !sqltok.ContainsFold(sqlText, "avg") &&
-		!sqltok.ContainsFold(sqlText, "min") && !sqltok.ContainsFold(sqlText, "max") {
+	if lookup.booleans == nil || !mayCallOf(sqlText, func(name string) bool { return boolAggregates[name] && name != "scale" }) {
 		return sqlText
 	}
 	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)

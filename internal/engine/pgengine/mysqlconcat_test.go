@@ -56,6 +56,9 @@ func TestMySQLFunctions(t *testing.T) {
 			"select octet_length(v), lower(v), upper(v), strpos(v, 'u'), strpos(v, 'u'), locate('u', v, 2)"},
 		{"select greatest(a, b), least(1, a)", "select (CASE WHEN num_nulls(a, b) > 0 THEN NULL ELSE greatest(a, b) END), (CASE WHEN num_nulls(1, a) > 0 THEN NULL ELSE least(1, a) END)"},
 		{"select group_concat(v)", "select string_agg(CAST((v) AS text), ',')"},
+		{"select convert_tz('2001-01-01 01:00:00', 'UTC', 'UTC') is not null, CONVERT_TZ(ts, '+00:00', '-08:00')",
+			"select timezone('UTC', timezone('UTC', CAST('2001-01-01 01:00:00' AS timestamp))) is not null, " +
+				"timezone(CAST('-08:00' AS interval), timezone(CAST('+00:00' AS interval), CAST(ts AS timestamp)))"},
 		{"select group_concat(distinct v order by v desc separator '; ')", "select string_agg(DISTINCT CAST((v) AS text), '; ' order by v desc)"},
 		{"select group_concat(a, '-', b separator '')", "select string_agg((CAST((a) AS text) || CAST(('-') AS text) || CAST((b) AS text)), '')"},
 		{"select substring_index(s, '.', 2), substring_index(s, '.', -1)",

@@ -71,6 +71,12 @@ func init() {
 			return "array_to_string((string_to_array(" + a[0] + ", " + a[1] + "))[array_length(string_to_array(" + a[0] + ", " + a[1] + "), 1) - " +
 				strconv.Itoa(-n-1) + ":], " + a[1] + ")", true
 		},
+		// CONVERT_TZ(ts, from, to): Django's MySQL backend asks it at connect (whether time
+		// zone names are known). A zone written as an offset ('+02:00') is an interval, whose
+		// sign PostgreSQL reads as MariaDB does (as a zone name it would be POSIX's, reversed).
+		"convert_tz": argsOf(3, func(a []string) string {
+			return "timezone(" + zoneArg(a[2]) + ", timezone(" + zoneArg(a[1]) + ", CAST(" + a[0] + " AS timestamp)))"
+		}),
 		"group_concat": groupConcat,
 		"cast":         mysqlCast,
 		"convert":      mysqlConvert,
@@ -164,6 +170,15 @@ func castType(toks []sqltok.Token) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// zoneArg is CONVERT_TZ's zone argument a as PostgreSQL's timezone() reads it: a literal
+// offset ('+05:30', '-08:00') an interval, anything else as written.
+func zoneArg(a string) string {
+	if len(a) > 3 && a[0] == '\'' && (a[1] == '+' || a[1] == '-') && strings.Trim(a[2:len(a)-1], "0123456789:") == "" {
+		return "CAST(" + a + " AS interval)"
+	}
+	return a
 }
 
 // argsOf is a rule for calls of exactly n arguments.
@@ -308,11 +323,11 @@ func closes(toks []sqltok.Token) bool {
 
 // mysqlText is sqlText (PostgreSQL's text of a MySQL client's statement) as PostgreSQL must
 // read it to answer as MariaDB: its functions (mysqlFunctions), aggregates of a boolean column
-// (mysqlBoolAggregates), sort keys (mysqlNullsOrder) and
+// (mysqlBoolAggregates), numbers a boolean column takes (mysqlBoolLiterals), sort keys (mysqlNullsOrder) and
 // reads of @@sql_mode, sqlMode the connection's (withSQLModeReads); notNull tells which sort keys
 // cannot be NULL.
 func mysqlText(sqlText, sqlMode string, notNull notNullLookup) string {
-	return withSQLModeReads(mysqlNullsOrder(mysqlBoolAggregates(mysqlFunctions(sqlText), notNull), notNull), sqlMode)
+	return withSQLModeReads(mysqlNullsOrder(mysqlBoolLiterals(mysqlBoolAggregates(mysqlFunctions(sqlText), notNull), notNull), notNull), sqlMode)
 }
 
 // mysqlFunctions is sqlText (PostgreSQL's text of a MySQL client's statement) with its calls of
@@ -331,16 +346,23 @@ func mysqlFunctions(sqlText string) string {
 
 // mayCall reports cheaply whether sqlText may call one of mysqlCalls: a word of theirs before a "(".
 func mayCall(sqlText string) bool {
+	return mayCallOf(sqlText, func(name string) bool { return mysqlCalls[name] != nil })
+}
+
+// mayCallOf reports cheaply (no tokenizing, no allocation for names of ASCII letters) whether
+// sqlText may call a function called: a word it takes, lower-cased, before a "(". A word inside a
+// longer one ("admin(", "minute(" for "min") is not the name.
+func mayCallOf(sqlText string, called func(lowerName string) bool) bool {
 	for i := strings.IndexByte(sqlText, '('); i >= 0; {
 		j := i
-		for j > 0 && (sqlText[j-1] == ' ' || sqlText[j-1] == '\t' || sqlText[j-1] == '\n') {
+		for j > 0 && (sqlText[j-1] == ' ' || sqlText[j-1] == '\t' || sqlText[j-1] == '\n' || sqlText[j-1] == '\r') {
 			j--
 		}
 		k := j
 		for k > 0 && (sqlText[k-1]|0x20 >= 'a' && sqlText[k-1]|0x20 <= 'z' || sqlText[k-1] == '_') {
 			k--
 		}
-		if k < j && mysqlCalls[strings.ToLower(sqlText[k:j])] != nil {
+		if k < j && (k == 0 || !wordByte(sqlText[k-1])) && called(strings.ToLower(sqlText[k:j])) {
 			return true
 		}
 		n := strings.IndexByte(sqlText[i+1:], '(')
@@ -350,6 +372,11 @@ func mayCall(sqlText string) bool {
 		i += n + 1
 	}
 	return false
+}
+
+// wordByte reports whether c may be part of an unquoted name: a word ends where it is not.
+func wordByte(c byte) bool {
+	return c|0x20 >= 'a' && c|0x20 <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c >= 0x80
 }
 
 // writeCalls writes toks to b with their calls of mysqlCalls rewritten; false when a call's

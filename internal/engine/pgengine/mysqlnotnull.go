@@ -29,17 +29,25 @@ type notNullCache struct {
 	tables map[string]tableColumns
 }
 
-// tableColumns is what the cache keeps of a table: its NOT NULL columns, and its boolean
-// columns (mysqlboolsums.go).
-type tableColumns struct{ notNull, booleans map[string]bool }
+// tableColumns is what the cache keeps of a table: its NOT NULL columns, its boolean columns
+// (mysqlboolsums.go, mysqlboolliterals.go) and its generated column (a serial or identity one,
+// the first of them; mysqlinsertid.go).
+type tableColumns struct {
+	notNull, booleans map[string]bool
+	generated         string
+}
 
 // notNullTablesMax bounds the tables kept: past it the cache starts again (names of tables that
 // do not exist are kept too, as having no NOT NULL column).
 const notNullTablesMax = 4096
 
-// notNullSQL reads a table's NOT NULL and boolean columns ($1: its name, qualified).
-const notNullSQL = `SELECT attname, attnotnull, atttypid = 'pg_catalog.bool'::pg_catalog.regtype FROM pg_catalog.pg_attribute ` +
-	`WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND (attnotnull OR atttypid = 'pg_catalog.bool'::pg_catalog.regtype)`
+// notNullSQL reads a table's NOT NULL, boolean and generated columns ($1: its name, qualified;
+// a generated column is NOT NULL).
+const notNullSQL = `SELECT attname, attnotnull, atttypid = 'pg_catalog.bool'::pg_catalog.regtype, ` +
+	`attidentity <> '' OR EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef d WHERE d.adrelid = attrelid AND d.adnum = attnum ` +
+	`AND pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%') FROM pg_catalog.pg_attribute ` +
+	`WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND (attnotnull OR atttypid = 'pg_catalog.bool'::pg_catalog.regtype) ` +
+	`ORDER BY attnum`
 
 // columns is table's NOT NULL columns, read on db once; nil when the catalog cannot be read.
 func (c *notNullCache) columns(ctx context.Context, db querier, table string) map[string]bool {
@@ -49,6 +57,11 @@ func (c *notNullCache) columns(ctx context.Context, db querier, table string) ma
 // booleans is table's boolean columns, read on db once; nil when the catalog cannot be read.
 func (c *notNullCache) booleans(ctx context.Context, db querier, table string) map[string]bool {
 	return c.table(ctx, db, table).booleans
+}
+
+// generated is table's generated column, read on db once; "" for none.
+func (c *notNullCache) generated(ctx context.Context, db querier, table string) string {
+	return c.table(ctx, db, table).generated
 }
 
 // table is what the cache keeps of table, read on db once; empty when the catalog cannot be read.
@@ -66,8 +79,8 @@ func (c *notNullCache) table(ctx context.Context, db querier, table string) tabl
 	cols = tableColumns{notNull: map[string]bool{}, booleans: map[string]bool{}}
 	for rows.Next() {
 		var name string
-		var notNull, boolean bool
-		if rows.Scan(&name, &notNull, &boolean) != nil {
+		var notNull, boolean, generated bool
+		if rows.Scan(&name, &notNull, &boolean, &generated) != nil {
 			rows.Close()
 			return tableColumns{}
 		}
@@ -76,6 +89,9 @@ func (c *notNullCache) table(ctx context.Context, db querier, table string) tabl
 		}
 		if boolean {
 			cols.booleans[name] = true
+		}
+		if generated && cols.generated == "" {
+			cols.generated = name
 		}
 	}
 	rows.Close()

@@ -73,3 +73,27 @@ func TestMySQLBoolAggregates(t *testing.T) {
 		t.Errorf("no database: got %s, want %s", got, want)
 	}
 }
+
+// TestBoolAggregatesLookOnlyAtCalls: a statement that calls no SUM, AVG, MIN or MAX is given back
+// without being tokenized (no allocation), whatever words hold those letters ("admin",
+// "minute", "summary", a function min_x or x_max); one that calls them, spaced or not, in any
+// case, is read.
+func TestBoolAggregatesLookOnlyAtCalls(t *testing.T) {
+	lookup := notNullLookup{schema: "db", booleans: func(string) map[string]bool { return map[string]bool{"ok": true} }}
+	for _, in := range []string{
+		"select admin, minute(ts), summary, maxlen from t where avgs > 1",
+		"select x_sum(ok), min_x(ok), summax(ok), max2(ok), \"sum\"(ok), t1sum(ok), x$max(ok) from t",
+	} {
+		if n := testing.AllocsPerRun(20, func() { mysqlBoolAggregates(in, lookup) }); n != 0 {
+			t.Errorf("%s: %v allocations, want none (not tokenized)", in, n)
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{"select SUM (ok), Max\n(ok), min\r\n(ok) from t", "select SUM (CAST(ok AS integer)), Max\n(CAST(ok AS integer)), min\r\n(CAST(ok AS integer)) from t"},
+		{"select admin, avg(ok) from t", "select admin, avg(CAST(ok AS integer)) from t"},
+	} {
+		if got := mysqlBoolAggregates(c.in, lookup); got != c.want {
+			t.Errorf("%q:\n got  %q\n want %q", c.in, got, c.want)
+		}
+	}
+}

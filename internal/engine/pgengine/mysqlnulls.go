@@ -22,6 +22,8 @@ type notNullLookup struct {
 	columns func(table string) map[string]bool
 	// booleans are a table's boolean columns (mysqlBoolAggregates).
 	booleans func(table string) map[string]bool
+	// generated is a table's generated column (mysqlInsertReturning).
+	generated func(table string) string
 }
 
 // mysqlNullsOrder is sqlText (PostgreSQL's text of a MySQL client's statement) with each sort

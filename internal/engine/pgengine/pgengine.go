@@ -340,6 +340,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		ctx, stop = context.WithCancel(ctx)
 	}
 	sqlText, isShow, err := showSQL(q, e.database)
+	insertID := false
 	if err != nil {
 		stop()
 		return nil, err
@@ -354,8 +355,10 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 				return setSQLMode(ctx, db, sqlText, modes, q.Args)
 			}
 			notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) },
-				booleans: func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) }}
-			sqlText = mysqlText(sqlText, connSQLMode(db), notNull) // MySQL's functions, NULLs sorted, as MariaDB's
+				booleans:  func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) },
+				generated: func(table string) string { return e.notNull.generated(ctx, db, table) }}
+			sqlText = mysqlText(sqlText, connSQLMode(db), notNull)     // MySQL's functions, NULLs sorted, as MariaDB's
+			sqlText, insertID = mysqlInsertReturning(sqlText, notNull) // the OK packet's insert id (mysqlinsertid.go)
 		}
 	}
 	var trino trinopg.Translation
@@ -394,6 +397,10 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
 		stop()
 		return nil, argCountErr(err) // pgx's check of the count comes here
+	}
+	if insertID {
+		defer stop()
+		return insertIDTag(ctx, rows)
 	}
 	fields := rows.FieldDescriptions()
 	if len(fields) == 0 {

@@ -128,6 +128,7 @@ var errNotConfigured = &mysql.MyError{Code: mysql.ER_SERVER_SHUTDOWN, State: sql
 // statement it could not undo alone; a connection lost mid-transaction): the transaction is
 // rolled back. MariaDB has no failed transaction, so its clients read COMMIT's OK as their
 // writes kept; a client that went on past a refused statement was told OK with nothing
-// committed. 1213: roll back and run it again, as after a deadlock.
-var errFailedCommit = &query.Error{Code: sqlstate.SerializationFailure, Message: "the transaction had failed and was " +
-	"rolled back; nothing was committed: run it again"}
+// committed. 1213 with MariaDB's deadlock text: roll back and run it again, as after a
+// deadlock; frameworks that retry a deadlock by its text (Laravel's concurrency errors) retry it.
+var errFailedCommit = &query.Error{Code: sqlstate.SerializationFailure, Message: "Deadlock found when trying to get lock; " +
+	"try restarting transaction"}

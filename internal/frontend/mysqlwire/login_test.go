@@ -2,7 +2,6 @@ package mysqlwire
 
 import (
 	"bytes"
-	"encoding/binary"
 	"net"
 	"testing"
 
@@ -75,15 +74,7 @@ func TestAuthSwitchChecksTheNewSalt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		caps := uint32(gomysql.CLIENT_PROTOCOL_41 | gomysql.CLIENT_SECURE_CONNECTION | gomysql.CLIENT_PLUGIN_AUTH | gomysql.CLIENT_LONG_PASSWORD | gomysql.CLIENT_TRANSACTIONS)
-		resp := binary.LittleEndian.AppendUint32(nil, caps)
-		resp = binary.LittleEndian.AppendUint32(resp, 1<<24)
-		resp = append(resp, 33)
-		resp = append(resp, make([]byte, 23)...)
-		resp = append(resp, "alice\x00"...)
-		scramble := gomysql.CalcCachingSha2Password(g.salt, []byte(password))
-		resp = append(append(resp, byte(len(scramble))), scramble...)
-		resp = append(resp, gomysql.AUTH_CACHING_SHA2_PASSWORD+"\x00"...)
+		resp := pluginResponse("alice", gomysql.CalcCachingSha2Password(g.salt, []byte(password)), gomysql.AUTH_CACHING_SHA2_PASSWORD)
 		if _, err := nc.Write(framePacket(resp, 1)); err != nil {
 			t.Fatal(err)
 		}

@@ -49,6 +49,12 @@ func runNPM(t *testing.T, addr, user string, steps ...npmStep) map[string]npmOut
 // runNPMIn is runNPM with the client's catalog and schema set (none where "").
 func runNPMIn(t *testing.T, addr, user, catalog, schema string, steps ...npmStep) map[string]npmOutcome {
 	t.Helper()
+	return runNPMWith(t, addr, user, catalog, schema, nil, steps...)
+}
+
+// runNPMWith is runNPMIn with fields the client sends with every request (its extraHeaders).
+func runNPMWith(t *testing.T, addr, user, catalog, schema string, headers map[string]string, steps ...npmStep) map[string]npmOutcome {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "frontendtest", "nodeclients")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "trino-client")); err != nil {
@@ -65,8 +71,12 @@ func runNPMIn(t *testing.T, addr, user, catalog, schema string, steps ...npmStep
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "trino_probe.js")
 	cmd.Dir = dir
+	extra, err := json.Marshal(headers)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Env = append(os.Environ(), "TRINO_SERVER=http://"+addr, "TRINO_USER="+user, "TRINO_STEPS="+string(spec),
-		"TRINO_CATALOG="+catalog, "TRINO_SCHEMA="+schema)
+		"TRINO_CATALOG="+catalog, "TRINO_SCHEMA="+schema, "TRINO_HEADERS="+string(extra))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -125,11 +126,26 @@ func (p *literalParser) identifier() string {
 
 func (p *literalParser) keyword(k string) bool {
 	save := p.pos
-	if strings.EqualFold(p.word(), k) {
+	if wordIs(p.word(), k) {
 		return true
 	}
 	p.pos = save
 	return false
+}
+
+// wordIs is strings.EqualFold(w, k) for a keyword k of ASCII letters, ruling out most words
+// without the call: every statement's first word is held up to eight keywords, and a SELECT's
+// is none of them. A word that folds to k is at least as long (the letters that fold to ASCII
+// ones, as ſ to s and K to k, are longer), and begins with k's first letter in either case or
+// with a byte of such a letter.
+func wordIs(w, k string) bool {
+	if len(w) < len(k) || len(w) == 0 {
+		return false
+	}
+	if c := w[0]; c < utf8.RuneSelf && c|0x20 != k[0]|0x20 {
+		return false
+	}
+	return strings.EqualFold(w, k)
 }
 
 // quoted reads a '...' literal with ” escapes.
@@ -243,9 +259,9 @@ func sessionStatement(req *query.Request) (update string, header http.Header, ok
 	stmt := req.SQL
 	p := &literalParser{s: stmt}
 	switch verb := p.word(); { // read once, not once for each case: every statement comes here
-	case strings.EqualFold(verb, "USE"):
+	case wordIs(verb, "USE"):
 		return useStatement(req)
-	case strings.EqualFold(verb, "PREPARE"):
+	case wordIs(verb, "PREPARE"):
 		name := p.identifier()
 		if name == "" || !p.keyword("FROM") {
 			return "", nil, false, nil
@@ -255,7 +271,7 @@ func sessionStatement(req *query.Request) (update string, header http.Header, ok
 			return "", nil, false, nil
 		}
 		return "PREPARE", http.Header{"X-Trino-Added-Prepare": {name + "=" + url.QueryEscape(body)}}, true, nil
-	case strings.EqualFold(verb, "DEALLOCATE"):
+	case wordIs(verb, "DEALLOCATE"):
 		if !p.keyword("PREPARE") {
 			return "", nil, false, nil
 		}
@@ -264,7 +280,7 @@ func sessionStatement(req *query.Request) (update string, header http.Header, ok
 			return "", nil, false, nil
 		}
 		return "DEALLOCATE", http.Header{"X-Trino-Deallocated-Prepare": {name}}, true, nil
-	case strings.EqualFold(verb, "SET"):
+	case wordIs(verb, "SET"):
 		if p.keyword("PATH") {
 			return setPathStatement(req, p)
 		}
@@ -280,7 +296,7 @@ func sessionStatement(req *query.Request) (update string, header http.Header, ok
 			return "", nil, false, nil
 		}
 		return "SET SESSION", http.Header{"X-Trino-Set-Session": {name + "=" + url.QueryEscape(literalText(v))}}, true, nil
-	case strings.EqualFold(verb, "RESET"):
+	case wordIs(verb, "RESET"):
 		if !p.keyword("SESSION") {
 			return "", nil, false, nil
 		}

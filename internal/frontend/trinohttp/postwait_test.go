@@ -329,3 +329,39 @@ func TestWholeAnswerWaitsNotForTheRowsClose(t *testing.T) {
 	}
 	close(release)
 }
+
+// A statement answered QUEUED after PostWait is held for its client's polls, up to a minute
+// past its last page: held, it keeps neither its POST's request nor that request's answer
+// (runThenAnswer's state lives in the query, and is let go once its answer is settled).
+func TestAQueryHeldForItsPollsKeepsNotItsPOST(t *testing.T) {
+	backend := frontendtest.NewBackend(countingEngine(2))
+	waiting, release := backend.Hold()
+	defer release()
+	ts := startServer(t, backend, Options{PostWait: 30 * time.Millisecond, PollWait: 10 * time.Millisecond})
+	_, qr := postAs(t, ts.addr, pythonAgent, "SELECT 2")
+	<-waiting
+	release()
+	if data, last := readAll(t, qr); fmt.Sprint(data) != "[[1] [2]]" || last.Stats.State != stateFinished {
+		t.Fatalf("rows %v, last page %+v", data, last)
+	}
+	kept := func() (bool, bool) {
+		ts.mu.Lock()
+		q, held := ts.queries[qr.ID]
+		ts.mu.Unlock()
+		if !held {
+			t.Fatalf("query %s is not held after its last page", qr.ID)
+		}
+		q.mu.Lock() // its statement's goroutine lets go of them after its rows closed
+		defer q.mu.Unlock()
+		return q.post.w != nil || q.post.r != nil, q.post.settled
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		keeps, settled := kept()
+		if !keeps && settled {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the held query still keeps its POST's request or answer (settled %v)", settled)
+		}
+	}
+}

@@ -58,17 +58,18 @@ type runningQuery struct {
 	unheld      bool      // refused at QueriesMax: never held, so its first answer is its last
 	killed      bool      // ended by a cancel: held only to tell a client still polling
 
-	// onEnd, when set, is called once on the goroutine running the statement when it ended
+	// onEnd, when set, is told once on the goroutine running the statement when it ended
 	// (finished or failed), before its rows close: a POST answered whole is written then, and
 	// the rows' clean-up (the engine connection's release, the slot's, the history record)
 	// follows it rather than comes before it (runThenAnswer). Only that goroutine touches it.
-	onEnd func()
+	onEnd *postAnswer
+	post  postAnswer // what onEnd points to: allocated with the query
 }
 
-// ended calls q's onEnd, if any and q ended: once.
+// ended tells q's onEnd, if any and q ended: once.
 func (q *runningQuery) ended() {
-	f := q.onEnd
-	if f == nil {
+	p := q.onEnd
+	if p == nil {
 		return
 	}
 	q.mu.Lock()
@@ -76,7 +77,7 @@ func (q *runningQuery) ended() {
 	q.mu.Unlock()
 	if done {
 		q.onEnd = nil
-		f()
+		p.end()
 	}
 }
 

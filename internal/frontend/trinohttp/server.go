@@ -481,15 +481,17 @@ func (s *Server) readsPOSTRows(r *http.Request) bool {
 // Under a server other than httplite, which cannot answer while its handler runs, the
 // statement runs in a runner instead.
 func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runningQuery, run func()) {
-	if !httplite.Await(w, s.opts.PostWait, func() { s.respond(w, r, q, 0, 0, true) }) {
+	p := &q.post
+	*p = postAnswer{s: s, w: w, r: r, q: q}
+	if !httplite.Await(w, s.opts.PostWait, p.late) {
+		*p = postAnswer{}
 		s.goRun(run)
 		q.awaitEnd(s.opts.PostWait)
 		s.respond(w, r, q, 0, 0, true)
 		return
 	}
-	settled, answered := false, false
 	defer func() {
-		if !settled { // a panic in run: the late answer, if any, is written before recoverer's
+		if !p.settled { // a panic in run: the late answer, if any, is written before recoverer's
 			httplite.Settle(w)
 		}
 	}()
@@ -497,20 +499,42 @@ func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runnin
 	// connection's and the slot's release, the history record) is off the client's wait. The
 	// connection's next request is read once it is done (httplite.Finish), so this client's
 	// next statement finds the slot free, as before.
-	q.onEnd = func() {
-		settled, answered = true, true
-		if httplite.Settle(w) {
-			forget := s.answer(w, r, q, 0, 0, true)
-			httplite.Finish(w)
-			if forget { // once the answer went out
-				s.forget(q)
-			}
-		}
-	}
+	q.onEnd = p
 	run()
-	settled = true
-	if !answered && httplite.Settle(w) {
+	p.settled = true
+	if !p.answered && httplite.Settle(w) {
 		s.respond(w, r, q, 0, 0, true)
+	}
+	// late ran, or never will (Settle): a query held for its client's polls keeps neither
+	// the request nor its answer.
+	q.mu.Lock()
+	*p = postAnswer{settled: true}
+	q.mu.Unlock()
+}
+
+// postAnswer is what runThenAnswer answers a POST with, kept in its query: closures over it
+// were four allocations a statement.
+type postAnswer struct {
+	s *Server
+	w http.ResponseWriter
+	r *http.Request
+	q *runningQuery
+	// Set on the goroutine running the statement: it ended (end was told), or run returned.
+	settled, answered bool
+}
+
+// late answers the POST of a statement that did not end within PostWait (httplite.Await).
+func (p *postAnswer) late() { p.s.respond(p.w, p.r, p.q, 0, 0, true) }
+
+// end answers the POST with the statement's end, unless late answered it first.
+func (p *postAnswer) end() {
+	p.settled, p.answered = true, true
+	if httplite.Settle(p.w) {
+		forget := p.s.answer(p.w, p.r, p.q, 0, 0, true)
+		httplite.Finish(p.w)
+		if forget { // once the answer went out
+			p.s.forget(p.q)
+		}
 	}
 }
 

@@ -85,3 +85,42 @@ func TestSetPathText(t *testing.T) {
 		}
 	}
 }
+
+// The npm trino-client declares no client capabilities, so its SET PATH is refused as Trino
+// refuses it (NOT_SUPPORTED) and the client goes on with its next statement. Declared by hand
+// (its extraHeaders), the PATH capability gets SET PATH answered, but the client does not keep
+// X-Trino-Set-Path: its next statement names no path. If a client version starts keeping it,
+// the last check fails and the path reaches the engine as it does from trino-go-client.
+func TestSetPathFromTheNPMClient(t *testing.T) {
+	backend := frontendtest.NewBackend(frontendtest.FuncEngine(func(context.Context, *query.Request) (query.Rows, error) {
+		return frontendtest.NewRecordRows(arrow.NewSchema(nil, nil), "CREATE TABLE"), nil
+	}))
+	ts := startServer(t, backend, Options{})
+
+	got := runNPM(t, ts.addr, "alice", npmStep{Name: "path", SQL: "SET PATH cat.s1"}, npmStep{Name: "next", SQL: "CREATE TABLE t (a int)"})
+	if e := got["path"].Error; e == nil || e.ErrorName != "NOT_SUPPORTED" || e.ErrorCode != 13 || e.ErrorType != "USER_ERROR" ||
+		e.Message != "SET PATH not supported by client" {
+		t.Fatalf("SET PATH from the npm client: %+v (error %+v)", got["path"].OK, e)
+	}
+	if got["next"].Error != nil {
+		t.Fatalf("the statement after a refused SET PATH: %+v", got["next"].Error)
+	}
+	if p, ok := backend.LastRequest(t).Headers["X-Trino-Path"]; ok {
+		t.Fatalf("after a refused SET PATH the client sent X-Trino-Path %q", p)
+	}
+
+	path := map[string]string{"X-Trino-Client-Capabilities": "PATH"}
+	got = runNPMWith(t, ts.addr, "alice", "", "", path, npmStep{Name: "path", SQL: `set path cat.s1, "we""ird".s2`},
+		npmStep{Name: "next", SQL: "CREATE TABLE t (a int)"})
+	if got["path"].Error != nil || got["next"].Error != nil {
+		t.Fatalf("SET PATH from the npm client with PATH declared: %+v, then %+v", got["path"].Error, got["next"].Error)
+	}
+	if p, ok := backend.LastRequest(t).Headers["X-Trino-Path"]; ok {
+		t.Fatalf("the npm client kept the path it was given and sent X-Trino-Path %q", p)
+	}
+	for _, r := range backend.Requests() {
+		if strings.Contains(strings.ToUpper(r.SQL), "PATH") {
+			t.Fatalf("SET PATH reached the engine: %q", r.SQL)
+		}
+	}
+}

@@ -95,13 +95,13 @@ func transactionVerb(sql string) string {
 			return "use"
 		}
 	case len(verb) < 5 || len(verb) > 8: // none of the others: the common case, decided at once
-	case strings.EqualFold(verb, "START"):
+	case wordIs(verb, "START"):
 		if p.keyword("TRANSACTION") {
 			return "start"
 		}
-	case strings.EqualFold(verb, "COMMIT"):
+	case wordIs(verb, "COMMIT"):
 		return endVerb(p, "commit")
-	case strings.EqualFold(verb, "ROLLBACK"):
+	case wordIs(verb, "ROLLBACK"):
 		return endVerb(p, "rollback")
 	}
 	return ""

@@ -1,7 +1,8 @@
 // Runs TRINO_STEPS (a JSON array of {"name", "sql", "cancel"?}) in order through one npm
 // trino-client against TRINO_SERVER as TRINO_USER, so that session state the server hands back
 // (prepared statements, session properties) carries from step to step, as in an application.
-// TRINO_CATALOG and TRINO_SCHEMA, when set, are the client's catalog and schema.
+// TRINO_CATALOG and TRINO_SCHEMA, when set, are the client's catalog and schema; TRINO_HEADERS,
+// when set, a JSON object of fields the client sends with every request (its extraHeaders).
 // Prints one JSON line per step: {"probe": name, "ok": {"rows", "names", "types", "pages"}} or
 // {"probe": name, "error": {"message", "errorName", "errorType", "errorCode", "errorLocation"}}.
 // A step with "cancel": true cancels its query (Trino.cancel, a DELETE of /v1/query/{id}) as
@@ -46,6 +47,7 @@ async function main() {
     auth: new BasicAuth(process.env.TRINO_USER),
     catalog: process.env.TRINO_CATALOG || undefined,
     schema: process.env.TRINO_SCHEMA || undefined,
+    extraHeaders: JSON.parse(process.env.TRINO_HEADERS || '{}'),
   });
   for (const s of JSON.parse(process.env.TRINO_STEPS)) {
     let out;

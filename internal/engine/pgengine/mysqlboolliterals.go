@@ -1,0 +1,249 @@
+package pgengine
+
+import (
+	"strings"
+
+	"github.com/queryflux/queryflux/internal/sqltok"
+)
+
+// MariaDB's BOOLEAN is a TINYINT(1), and its clients write a boolean as a number: PyMySQL,
+// mysqlclient (Django's backend) and SQLAlchemy interpolate True as 1, so `INSERT ... VALUES
+// (..., 1)`, `UPDATE t SET ok = 0`, `WHERE ok = 1`. PostgreSQL refuses an integer for a boolean
+// column (1210 `column "ok" is of type boolean but expression is of type integer`, 1105
+// `operator does not exist: boolean = integer`). In a statement of one table (an INSERT with
+// its column list, an UPDATE or DELETE of one table, a SELECT oneTable reads), an integer
+// literal that is a boolean column's value (a VALUES row's item in the column's place) or is
+// compared with one (`c = 1`, `c <> 0`, `c != 1`, the column bare or qualified by the table or
+// its alias; an assignment of SET or ON CONFLICT too) is written as the truth value MariaDB's
+// TINYINT(1) holds for it: false for 0, true for any other in a VALUES row or an assignment;
+// a comparison with a number other than 0 or 1 is left (MariaDB's answer is false, PostgreSQL's
+// refusal stands).
+
+// mysqlBoolLiterals is sqlText with the integer literals lookup's boolean columns take written
+// as truth values; sqlText itself when it has none.
+func mysqlBoolLiterals(sqlText string, lookup notNullLookup) string {
+	if lookup.booleans == nil || !strings.ContainsAny(sqlText, "01") || !strings.ContainsAny(sqlText, "=(") {
+		return sqlText
+	}
+	first := firstWord(sqlText)
+	if first != "insert" && first != "update" && first != "delete" && first != "select" {
+		return sqlText
+	}
+	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
+	table, qualifiers, cols, values, ok := boolLiteralsTable(toks, first, lookup.schema)
+	if !ok {
+		return sqlText
+	}
+	bools := lookup.booleans(table)
+	if len(bools) == 0 {
+		return sqlText
+	}
+	truths := map[int]string{} // token index -> its truth value
+	if values > 0 {
+		valueRows(toks, values, func(item, at int) {
+			if item < len(cols) && bools[cols[item]] && integerAt(toks, at) {
+				truths[at] = truthOf(toks[at].Text)
+			}
+		})
+	}
+	for i := 0; i+2 < len(toks); i++ {
+		from, to := columnAt(toks, i, qualifiers)
+		if from < 0 || to+1 >= len(toks) || !bools[identName(toks[to-1])] || i > 0 && toks[i-1].Text == "." {
+			continue
+		}
+		op, lit := toks[to].Text, to+1
+		if op != "=" && op != "<>" && op != "!=" || !integerAt(toks, lit) {
+			continue
+		}
+		assigned := op == "=" && assignment(toks, from)
+		if v := toks[lit].Text; assigned || strings.Trim(v, "0") == "" || strings.TrimLeft(v, "0") == "1" {
+			truths[lit] = truthOf(v)
+		}
+	}
+	if len(truths) == 0 {
+		return sqlText
+	}
+	var b strings.Builder
+	at := 0
+	for i, t := range toks {
+		if v, ok := truths[i]; ok {
+			b.WriteString(sqlText[at:t.Pos])
+			b.WriteString(v)
+			at = t.Pos + len(t.Text)
+		}
+	}
+	b.WriteString(sqlText[at:])
+	return b.String()
+}
+
+// firstWord is sqlText's first word, lower-cased ("" when it starts otherwise).
+func firstWord(sqlText string) string {
+	s := strings.TrimLeft(sqlText, " \t\r\n(")
+	n := 0
+	for n < len(s) && n < 7 && s[n]|0x20 >= 'a' && s[n]|0x20 <= 'z' {
+		n++
+	}
+	if n < len(s) && s[n]|0x20 >= 'a' && s[n]|0x20 <= 'z' {
+		return ""
+	}
+	return strings.ToLower(s[:n])
+}
+
+// boolLiteralsTable reads the one table of the statement toks (its first word first): the
+// table's name as the cache keys it, the names its columns may be qualified with, an INSERT's
+// column list and the index of its VALUES keyword (0 for other statements).
+func boolLiteralsTable(toks []sqltok.Token, first, schema string) (table string, qualifiers, cols []string, values int, ok bool) {
+	if first == "select" {
+		table, qualifiers, ok = oneTable(toks, schema, true)
+		return table, qualifiers, nil, 0, ok
+	}
+	i := 1
+	switch first {
+	case "insert":
+		for i < len(toks) && toks[i].IsWord("low_priority", "delayed", "high_priority", "ignore") {
+			i++
+		}
+		if i < len(toks) && toks[i].IsWord("into") {
+			i++
+		}
+	case "delete":
+		if i >= len(toks) || !toks[i].IsWord("from") {
+			return "", nil, nil, 0, false
+		}
+		i++
+	case "update":
+		for i < len(toks) && toks[i].IsWord("low_priority", "ignore", "only") {
+			i++
+		}
+	}
+	name, at := tableNameAt(toks, i)
+	if name == nil {
+		return "", nil, nil, 0, false
+	}
+	table = qualifiedName(name, schema)
+	qualifiers = []string{identName(name[len(name)-1])}
+	i = at
+	if first == "insert" {
+		if i >= len(toks) || toks[i].Text != "(" {
+			return "", nil, nil, 0, false // no column list: the columns' order is not in the cache
+		}
+		for i++; i < len(toks) && toks[i].Text != ")"; i++ {
+			switch {
+			case toks[i].Kind == sqltok.Word || toks[i].Kind == sqltok.QuotedIdent:
+				cols = append(cols, identName(toks[i]))
+			case toks[i].Text != ",":
+				return "", nil, nil, 0, false
+			}
+		}
+		if i+1 >= len(toks) || !toks[i+1].IsWord("values", "value") {
+			return "", nil, nil, 0, false
+		}
+		return table, qualifiers, cols, i + 1, table != ""
+	}
+	if i < len(toks) && toks[i].IsWord("as") {
+		i++
+	}
+	if i < len(toks) && (toks[i].Kind == sqltok.QuotedIdent || toks[i].Kind == sqltok.Word && !toks[i].IsWord("set", "where", "using", "order", "limit", "returning")) {
+		qualifiers = []string{identName(toks[i])}
+	}
+	for _, t := range toks[i:] {
+		if t.IsWord("from") && first == "update" || t.IsWord("join", "using") {
+			return "", nil, nil, 0, false // another table
+		}
+	}
+	return table, qualifiers, nil, 0, table != ""
+}
+
+// tableNameAt reads a table's name at toks[i] (name or schema.name) and the index after it.
+func tableNameAt(toks []sqltok.Token, i int) ([]sqltok.Token, int) {
+	isName := func(j int) bool {
+		return j < len(toks) && (toks[j].Kind == sqltok.Word || toks[j].Kind == sqltok.QuotedIdent)
+	}
+	if !isName(i) {
+		return nil, i
+	}
+	if i+2 < len(toks) && toks[i+1].Text == "." && isName(i+2) {
+		return toks[i : i+3], i + 3
+	}
+	return toks[i : i+1], i + 1
+}
+
+// qualifiedName is a table's name as oneTable writes it for the cache.
+func qualifiedName(name []sqltok.Token, schema string) string {
+	if len(name) == 3 {
+		return quoteIdent(identName(name[0])) + "." + quoteIdent(identName(name[2]))
+	}
+	if schema == "" {
+		return quoteIdent(identName(name[0]))
+	}
+	return quoteIdent(schema) + "." + quoteIdent(identName(name[0]))
+}
+
+// valueRows calls f with each item's place in its row and the index of its token when the
+// item is a single token, for each parenthesized row after toks[values] (VALUES).
+func valueRows(toks []sqltok.Token, values int, f func(item, at int)) {
+	i := values + 1
+	for i < len(toks) && toks[i].Text == "(" {
+		depth, item, start := 0, 0, i+1
+		for j := i; j < len(toks); j++ {
+			depth += sqltok.ParenStep(toks[j])
+			if depth == 1 && (toks[j].Text == "," || toks[j].Text == ")") || depth == 0 {
+				if j == start+1 {
+					f(item, start)
+				}
+				item, start = item+1, j+1
+			}
+			if depth == 0 {
+				i = j + 1
+				break
+			}
+		}
+		if depth != 0 || i >= len(toks) || toks[i].Text != "," {
+			return
+		}
+		i++
+	}
+}
+
+// integerAt reports whether toks[i] is an unsigned integer literal that stands alone: no
+// operator after it (`ok = 1 + x` is left).
+func integerAt(toks []sqltok.Token, i int) bool {
+	if i >= len(toks) || toks[i].Kind != sqltok.Number || strings.Trim(toks[i].Text, "0123456789") != "" {
+		return false
+	}
+	if i > 0 && (toks[i-1].Kind == sqltok.Operator && toks[i-1].Text != "=" && toks[i-1].Text != "<>" && toks[i-1].Text != "!=") {
+		return false
+	}
+	return i+1 >= len(toks) || toks[i+1].Kind != sqltok.Operator && toks[i+1].Text != "." && toks[i+1].Text != "::"
+}
+
+// assignment reports whether the column at toks[from] is the target of an assignment: after
+// SET (or ON CONFLICT's DO UPDATE SET), at the start of the list or after a comma, before any
+// WHERE.
+func assignment(toks []sqltok.Token, from int) bool {
+	if from == 0 || toks[from-1].Text != "," && !toks[from-1].IsWord("set") {
+		return false
+	}
+	depth := 0
+	for j := from - 1; j >= 0; j-- {
+		depth -= sqltok.ParenStep(toks[j])
+		switch {
+		case depth < 0:
+			return false
+		case depth > 0:
+		case toks[j].IsWord("set"):
+			return true
+		case toks[j].IsWord("where", "select", "values", "from", "returning"):
+			return false
+		}
+	}
+	return false
+}
+
+// truthOf is the truth value MariaDB's TINYINT(1) holding the integer literal v is.
+func truthOf(v string) string {
+	if strings.Trim(v, "0") == "" {
+		return "false"
+	}
+	return "true"
+}
