@@ -42,8 +42,9 @@ type stillClock struct {
 func (c stillClock) Now() time.Time { return c.now }
 
 // leaseServer is a MySQL frontend on a core whose slots are capacity leases that it keeps idle
-// between statements (as a worker's are while it has its cluster to itself), on eng. The lease
-// guard's clock stands still, so a released lease stays idle until the next statement takes it
+// between statements (as a worker's are while it has its cluster to itself), on eng. The clock
+// of the lease guard and of the core (whose admission time judges an idle lease's take) stands
+// still, so a released lease stays idle until the next statement takes it
 // however long the client takes to send it: on the real clock it goes after idleLeaseHold
 // (10 ms), a gap a loaded machine's client goroutine exceeds (then the loop finds no idle lease,
 // and after loopHandOffsMax such statements in a row the session leaves the loop for
@@ -57,7 +58,7 @@ func leaseServer(t *testing.T, ctx context.Context, eng *mysqlengine.Engine) str
 		t.Fatal(err)
 	}
 	g.Start(ctx)
-	core := proxy.New(proxy.Options{Env: e, Registerer: prometheus.NewRegistry(), Guard: g})
+	core := proxy.New(proxy.Options{Env: still, Registerer: prometheus.NewRegistry(), Guard: g})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters: []proxy.ClusterSpec{{Name: "maria", Enabled: true, MaxRunningQueries: 8, Engine: eng}},
 		Groups:   []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: "maria"}}, MaxQueuedQueries: 100}},
