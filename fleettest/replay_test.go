@@ -70,7 +70,10 @@ const loopbackLatency = 100 * time.Microsecond
 // answered).
 //
 // A disagreement is recorded once more before it fails the test: one 20 s sample of about 50
-// queries disagrees now and then on a median alone, a wrong simulator disagrees every time.
+// queries disagrees now and then on a median alone, a wrong simulator disagrees every time. So
+// is a recording that did not queue: pgbench's Poisson arrivals sometimes send a light 20 s
+// (34 queries and a queue p99 of 97 ms in one clean-clone CI run), a fleet that never queues
+// sends two.
 func TestReplayedHistoryAgreesWithTheRecording(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-daemon test skipped in -short mode")
@@ -130,7 +133,7 @@ func replayDisagreements(t *testing.T, suffix string) (apart []string) {
 		t.Errorf("the simulator submitted %d queries, the recording has %d", sim.queries, real.queries)
 	}
 	if real.queueP99 < 100 {
-		t.Errorf("queue p99 %.0f ms: the recorded workload did not queue, so agreement says nothing", real.queueP99)
+		apart = append(apart, fmt.Sprintf("queue p99 %.0f ms: the recorded workload did not queue, so agreement says nothing", real.queueP99))
 	}
 	return apart
 }
