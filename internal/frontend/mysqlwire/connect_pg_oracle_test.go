@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // connectDDL is the table pair the connect sequences use, as MariaDB and PostgreSQL write it:
@@ -41,12 +42,15 @@ func connectSides(t *testing.T, run func(addr, user, password, db string) string
 // library does (connect with the library's defaults, a query with a parameter and the column
 // descriptions it reads, a rolled back and a committed transaction, an error and the connection
 // still usable, an ORM's reflection at startup) answers through the proxy on PostgreSQL what
-// it answers on MariaDB.
+// it answers on MariaDB. make test runs every second Python library, make test-long all.
 func TestConnectSequencesOnPostgreSQLAsMariaDB(t *testing.T) {
-	for _, lib := range []struct{ name, modules string }{
+	for i, lib := range []struct{ name, modules string }{
 		{"pymysql", "pymysql"}, {"mysqldb", "MySQLdb"}, {"sqlalchemy", "sqlalchemy, pymysql"},
 		{"sqlalchemy-mysqldb", "sqlalchemy, MySQLdb"}, {"django", "django, MySQLdb"},
 	} {
+		if !testlong.Sample(i, 2) { // make test: PyMySQL, SQLAlchemy on it and Django's backend
+			continue
+		}
 		t.Run(lib.name, func(t *testing.T) {
 			py := frontendtest.PythonWith(t, lib.modules)
 			maria, pg := connectSides(t, func(addr, user, password, db string) string {
