@@ -9,6 +9,7 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
 	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // An application's first day on the embedded default reads as on PostgreSQL: appflow.js (node-
@@ -49,6 +50,7 @@ func sameOn(t *testing.T, duck, interpreter, script string) {
 // their foreign key (DROP TABLE ... CASCADE of a referenced table), as on PostgreSQL
 // (typeorm_flow.js).
 func TestTypeORMAppFlowOnDuckDB(t *testing.T) {
+	testlong.Skip(t, "TestKnexFlowOnDuckDB") // a Node ORM's migrations and flow on DuckDB
 	sameOnDuckDB(t, "node", "typeorm_flow.js")
 }
 
@@ -59,6 +61,7 @@ func TestTypeORMAppFlowOnDuckDB(t *testing.T) {
 // refused, an include, an update, and the second start's sync() finding everything, as on
 // PostgreSQL (sequelize_flow.js).
 func TestSequelizeFlowOnDuckDB(t *testing.T) {
+	testlong.Skip(t, "TestKnexFlowOnDuckDB") // a Node ORM's migrations and flow on DuckDB
 	sameOnDuckDB(t, "node", "sequelize_flow.js")
 }
 
