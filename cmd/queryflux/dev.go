@@ -210,8 +210,8 @@ func superviseDev(ctx context.Context, exe string, nodes []devNode, pause time.D
 	stopControl := s.serveControl(sock)
 	<-ctx.Done()
 	stopControl()
+	wg.Wait() // every watcher returns at ctx's end: no start races the stop
 	s.stopAll()
-	wg.Wait()
 	return nil
 }
 
@@ -242,7 +242,8 @@ func (s *devSupervisor) start(p *devProc) error {
 	return nil
 }
 
-// watch restarts p whenever it exits, until ctx ends.
+// watch restarts p whenever it exits, until ctx ends. It alone signals and starts p's process,
+// so a restart request can never reach a process started after the request.
 func (s *devSupervisor) watch(ctx context.Context, p *devProc) {
 	for {
 		s.mu.Lock()
@@ -251,15 +252,23 @@ func (s *devSupervisor) watch(ctx context.Context, p *devProc) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-p.now:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+			}
+			fmt.Fprintf(s.out, "dev: %s stopped for a restart (%v)\n", p.node.name, cmd.ProcessState)
 		case <-done:
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		fmt.Fprintf(s.out, "dev: %s exited (%v); the rest of the fleet keeps running. Restarting it in %v, or now with: queryflux dev restart %s\n",
-			p.node.name, cmd.ProcessState, s.pause, p.node.name)
-		if !s.waitRestart(ctx, p) {
-			return
+			if ctx.Err() != nil {
+				return
+			}
+			fmt.Fprintf(s.out, "dev: %s exited (%v); the rest of the fleet keeps running. Restarting it in %v, or now with: queryflux dev restart %s\n",
+				p.node.name, cmd.ProcessState, s.pause, p.node.name)
+			if !s.waitRestart(ctx, p) {
+				return
+			}
 		}
 		if err := s.start(p); err != nil {
 			fmt.Fprintf(s.out, "dev: %v\n", err)
@@ -281,27 +290,16 @@ func (s *devSupervisor) waitRestart(ctx context.Context, p *devProc) bool {
 	return true
 }
 
-// restart kills a running node (its watcher then starts it again at once) or wakes a down one.
+// restart asks p's watcher to stop a running node and start it again, or to start a down one
+// at once.
 func (s *devSupervisor) restart(name string) error {
-	s.mu.Lock()
-	var p *devProc
-	for _, q := range s.procs {
-		if q.node.name == name {
-			p = q
-		}
-	}
-	s.mu.Unlock()
-	if p == nil {
+	i := slices.IndexFunc(s.procs, func(q *devProc) bool { return q.node.name == name })
+	if i < 0 {
 		return fmt.Errorf("no node %q", name)
 	}
 	select {
-	case p.now <- struct{}{}:
+	case s.procs[i].now <- struct{}{}:
 	default: // one is already pending
-	}
-	select {
-	case <-p.done: // down: its watcher is waiting and now starts it
-	default:
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	return nil
 }
