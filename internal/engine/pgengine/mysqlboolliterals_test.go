@@ -63,3 +63,21 @@ func TestMySQLInsertReturning(t *testing.T) {
 		}
 	}
 }
+
+// TestMySQLBoolLiteralsSkipsStatementsNamingNoBooleanColumn: a statement that names none of the
+// database's boolean columns (`WHERE id = 1` on a database with one) is returned as it is
+// without being tokenized or its table looked up, allocating nothing; one naming a boolean
+// column still has its literal written.
+func TestMySQLBoolLiteralsSkipsStatementsNamingNoBooleanColumn(t *testing.T) {
+	var lookups int
+	names := []string{"Active"}
+	lookup := notNullLookup{booleans: func(string) map[string]bool { lookups++; return map[string]bool{"Active": true} },
+		boolNames: func() []string { return names }}
+	const plain = "SELECT id, name FROM users WHERE id = 1"
+	if allocs := testing.AllocsPerRun(10, func() { mysqlBoolLiterals(plain, lookup) }); allocs != 0 || lookups != 0 {
+		t.Errorf("%s: %v allocations, %d table lookups; want none", plain, allocs, lookups)
+	}
+	if got, want := mysqlBoolLiterals(`SELECT id FROM users WHERE "Active" = 1`, lookup), `SELECT id FROM users WHERE "Active" = true`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
