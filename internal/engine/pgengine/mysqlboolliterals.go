@@ -22,7 +22,8 @@ import (
 // mysqlBoolLiterals is sqlText with the integer literals lookup's boolean columns take written
 // as truth values; sqlText itself when it has none.
 func mysqlBoolLiterals(sqlText string, lookup notNullLookup) string {
-	if lookup.booleans == nil || !strings.ContainsAny(sqlText, "01") || !strings.ContainsAny(sqlText, "=(") {
+	// every literal written follows =, != or <> (its '>'), or is in a VALUES row's parentheses
+	if lookup.booleans == nil || !strings.ContainsAny(sqlText, "01") || !strings.ContainsAny(sqlText, "=(>") {
 		return sqlText
 	}
 	first := firstWord(sqlText)

@@ -25,6 +25,7 @@ func TestMySQLBoolLiterals(t *testing.T) {
 		{"select count(*) from t where ok = 1 and (ok = 0 or ok = -1)", "select count(*) from t where ok = true and (ok = false or ok = -1)"},
 		{"select * from t join u on u.ok = 1 where ok = 1", "select * from t join u on u.ok = 1 where ok = 1"},
 		{"select ok = 1.0, ok = 1e0, ok = '1' from t", "select ok = 1.0, ok = 1e0, ok = '1' from t"},
+		{"select id from t where ok <> 0", "select id from t where ok <> false"},
 	} {
 		if got := mysqlBoolLiterals(c.in, lookup); got != c.want {
 			t.Errorf("%s:\n got  %s\n want %s", c.in, got, c.want)
