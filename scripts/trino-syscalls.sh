@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # trino-syscalls.sh BIN [N]: what a Trino HTTP SELECT 1 costs a standalone daemon BIN (#22) in
-# system calls and thread switches, counted, which load does not change: the daemon
+# system calls and thread switches, counted: the daemon
 # (qf_trino_start: only its Trino port, postAnswerClients: benchtrino/, so one exchange a
 # statement) in front of the local PostgreSQL's database "postgres", run with
 # QUERYFLUX_SPIN_MICROS=${SPIN:-0} (0: its reads never spin, each wait is one poller sleep, so the
-# counts are the same whatever the load; a spinning read is a read call a turn). After a warm-up
+# reads and writes are the same whatever the load; a spinning read is a read call a turn). The
+# runtime's own calls (futex, epoll_pwait, nanosleep) and the switches depend on what its idle
+# threads find, which load changes: compare builds in one sitting, with uptime's load. After a warm-up
 # of 300 statements it counts over `benchtrino -n N` (default 5000):
 #   switches  the voluntary and involuntary context switches of all its threads (/proc/PID/task/*/status)
 #   syscalls  every system call of all its threads, by name (strace -f -c, a second run of N;
@@ -33,11 +35,11 @@ read -r p50 _ < <("$OUT/benchtrino" -trino "$URL" -user postgres -n "$N")
 read -r v1 n1 < <(switches)
 stmts=$((N + 20))
 echo "switches a statement: voluntary $(awk -v d=$((v1 - v0)) -v n=$stmts 'BEGIN {printf "%.2f", d / n}'), involuntary $(awk -v d=$((n1 - n0)) -v n=$stmts 'BEGIN {printf "%.2f", d / n}') (p50 $p50 us); $(uptime | sed 's/.*load/load/')"
-strace -f -c -o "$OUT/strace.txt" -p "$QF_PID" &
+strace -f -c -o "$OUT/strace.txt" -p "$QF_PID" 2>"$OUT/strace.log" &
 ST=$!
 sleep 1
 "$OUT/benchtrino" -trino "$URL" -user postgres -n "$N" >/dev/null
 kill -INT "$ST"
 wait "$ST" 2>/dev/null || true
-echo "system calls a statement (strace -f -c):"
+echo "system calls a statement (strace -f -c; $(uptime | sed 's/.*load/load/')):"
 awk -v n=$stmts '$1 ~ /^[0-9.]+$/ && NF >= 5 && $4 / n >= 0.005 {printf "  %-16s %8.3f\n", $NF, $4 / n}' "$OUT/strace.txt"
