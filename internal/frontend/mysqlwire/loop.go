@@ -91,6 +91,7 @@ type loopRun struct {
 	hd      *relayloop.Handle
 	events  chan loopEvent
 	noWait  context.Context // the session's, for admissions that must not wait
+	core    passthroughBackend
 	fromCli relayloop.MySQL // every client packet watched
 	rows    relayloop.MySQL // the engine's: short packets watched, rows counted
 
@@ -116,6 +117,12 @@ type loopRun struct {
 	// once the statement is finished, before the loop reads the next one, and a request handed
 	// to the goroutine (admittedReq) ends the run.
 	stmt query.Request
+	// plain is stmt as fillAs writes it for a statement that names no session value, less its
+	// text: filled once a run (nothing fillAs reads changes while the session is on the loop:
+	// USE, SET and the rest are the goroutine's), copied for each statement rather than
+	// written field by field (~100 instructions a statement).
+	plain     query.Request
+	plainMade bool
 	// admission is where the core makes the admission of each statement the loop admits, for
 	// the same reasons: the loop admits a statement only once the one before is finished, and
 	// one it hands to the goroutine ends the run.
@@ -247,6 +254,7 @@ func (h *session) onLoop() (ok bool, err error) {
 	lr.noWait = proxy.NoWait(h.ctx)
 	ahead := h.gate.ahead
 	h.gate.ahead = nil
+	lr.core = h.s.backend.(passthroughBackend) // canLoop saw it is one
 	lr.hd = h.s.eventLoop().NewHandle()
 	err = lr.hd.Start(relayloop.Pair{A: fd, B: -1, Ahead: ahead,
 		Framing:        [2]relayloop.Framer{&lr.fromCli, &lr.rows},
@@ -395,14 +403,18 @@ func (lr *loopRun) fromClient(msg []byte) relayloop.Verdict {
 	}
 	req := &lr.stmt
 	if lr.lastPlain {
-		h.fillAs(req, sql, nil)
-		req.Shape = sqltok.Shaped(sql, lr.shape)
+		if !lr.plainMade {
+			h.fillAs(&lr.plain, "", nil)
+			lr.plainMade = true
+		}
+		*req = lr.plain
+		req.SQL, req.Shape = sql, sqltok.Shaped(sql, lr.shape)
 	} else {
 		h.fill(req, sql, nil) // the values written in as they are now
 	}
-	adm, ok, err := h.s.backend.(passthroughBackend).AdmitPassthroughInto(lr.noWait, req, canRelay, &lr.admission)
+	adm, ok, err := lr.core.AdmitPassthroughInto(lr.noWait, req, canRelay, &lr.admission)
 	switch {
-	case errors.Is(err, engine.ErrWouldWait):
+	case err != nil && errors.Is(err, engine.ErrWouldWait):
 		h.handedOff()
 		return relayloop.Pause
 	case err != nil:
@@ -495,15 +507,17 @@ func (lr *loopRun) begin(msg []byte) relayloop.Verdict {
 	lr.adm, lr.req, lr.tag = nil, nil, ""
 	lr.conn.Begin()
 	lr.mu.Lock()
-	lr.running, lr.slot = lr.conn, adm.Slot()
+	// h.ctx until the Relay's own is made: the statement's context is h.ctx or one under it,
+	// and most often h.ctx itself (no query timeout, no lease tag), which needs no second lock.
+	lr.running, lr.slot, lr.runCtx = lr.conn, adm.Slot(), h.ctx
 	lr.cancelled.Store(false)
 	lr.mu.Unlock()
 	h.setCancel(lr.cancel)
 	run := adm.Relay(h.ctx, lr.cancelDue)
-	lr.mu.Lock()
-	lr.runCtx = run.Ctx
-	lr.mu.Unlock()
-	if run.Ctx != h.ctx { // the group's query timeout
+	if run.Ctx != h.ctx { // the group's query timeout, or a lease's tag
+		lr.mu.Lock()
+		lr.runCtx = run.Ctx
+		lr.mu.Unlock()
 		lr.stopAfter = context.AfterFunc(run.Ctx, lr.cancelDue)
 	}
 	lr.busy, lr.phase, lr.run, lr.healthy, lr.final = true, phaseHead, run, true, false

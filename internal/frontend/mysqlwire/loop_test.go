@@ -1043,3 +1043,44 @@ func TestLoopStatementsCarryTheirTextsShape(t *testing.T) {
 		t.Fatalf("shapes %p: want one for each text", shapes)
 	}
 }
+
+// TestLoopQueryTimeoutAfterStatements: the group's query timeout stops a statement on the loop
+// that follows quicker ones of the same run (each statement's context is its own, and what
+// stops it is looked for in its own): the client gets 3024, the engine runs it no more, history
+// says it failed, and the session goes on there.
+func TestLoopQueryTimeoutAfterStatements(t *testing.T) {
+	f := coreServer(t, coreSetup{queryTimeout: 300 * time.Millisecond})
+	proxied := openDB(t, f.addr, testUser, "", f.dbName, "")
+	conn := loopConn(t, proxied)
+	q := "SELECT SLEEP(120) AS timed_out_on_loop"
+	onLoop(t, f.addr, 4, func() {
+		for i := range 2 {
+			var n int
+			if err := conn.QueryRowContext(context.Background(), fmt.Sprintf("SELECT %d", 41+i)).Scan(&n); err != nil || n != 41+i {
+				t.Fatalf("SELECT %d: %d, %v", 41+i, n, err)
+			}
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := conn.ExecContext(context.Background(), q)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			var me *mysql.MySQLError
+			if !errors.As(err, &me) || me.Number != 3024 {
+				t.Fatalf("timed-out statement: %v, want 3024", err)
+			}
+		case <-time.After(time.Minute): // a hang guard: the statement runs 120 s unless stopped
+			t.Fatal("the group's query timeout never stopped the statement")
+		}
+		waitEngineIdle(t, f.direct, "timed_out_on_loop")
+		var n int
+		if err := conn.QueryRowContext(context.Background(), "SELECT 9").Scan(&n); err != nil || n != 9 {
+			t.Fatalf("after the timeout: %d, %v", n, err)
+		}
+	})
+	if recs := f.hist.Find(q); len(recs) != 1 || recs[0].Status != proxy.StatusFailed {
+		t.Fatalf("history %+v", recs)
+	}
+}

@@ -34,6 +34,7 @@ type coreSetup struct {
 	noRecords     bool               // the core keeps no records (a benchmark's allocations are the proxy's own)
 	guard         capacity.Guard     // the core's capacity guard (nil: a local one)
 	limits        netlimit.Limits    // the frontend's (Options.Limits)
+	queryTimeout  time.Duration      // the group's (GroupSpec.QueryTimeout)
 }
 
 type coreFixture struct {
@@ -89,7 +90,7 @@ func serveCore(t testing.TB, cluster string, eng query.Engine, s coreSetup) *cor
 	})
 	rt, err := proxy.NewRuntime(proxy.RuntimeSpec{
 		Clusters:      []proxy.ClusterSpec{{Name: cluster, Enabled: true, MaxRunningQueries: 8, Engine: eng}},
-		Groups:        []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: cluster}}, MaxQueuedQueries: 100, Cache: proxy.CacheSpec{TTL: s.cacheTTL}}},
+		Groups:        []proxy.GroupSpec{{Name: "main", Members: []proxy.MemberSpec{{Cluster: cluster}}, MaxQueuedQueries: 100, QueryTimeout: s.queryTimeout, Cache: proxy.CacheSpec{TTL: s.cacheTTL}}},
 		Fallback:      "main",
 		NoPassthrough: s.noPassthrough,
 	})
