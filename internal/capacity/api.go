@@ -159,8 +159,8 @@ type API struct {
 }
 
 // refusalKind is a kind of refusal logged once a minute: a worker's refused operation, for
-// reason.
-type refusalKind struct{ op, reason, worker string }
+// reason, and the line's message (one per reason, so it adds no kinds).
+type refusalKind struct{ op, reason, worker, msg string }
 
 // WithFleet makes every lease the API grants carry f's id (Lease.Fleet), for its engine tag.
 // Call it before serving.
@@ -720,10 +720,25 @@ const refusedMsg = "capacity: refused a worker's lease request"
 // meanwhile.
 func (a *API) refusedNow(op, reason, caller, msg string, err error) {
 	a.metrics.Refused.WithLabelValues(op, reason).Inc()
-	if line, due := a.refusedLog.Note(refusalKind{op, reason, caller}, "", err, a.env.Now()); due {
-		a.env.Logger().Warn(msg, "op", op, "reason", reason,
-			"worker", caller, "refused", line.Count, "err", err, "nextLineAfter", refusallog.DefaultEvery)
+	if line, due := a.refusedLog.Note(refusalKind{op, reason, caller, msg}, "", err, a.env.Now()); due {
+		a.logRefusal(line)
 	}
+}
+
+// LogRefused writes the refusal lines due at now: of each kind with refusals not yet logged
+// whose last line is a minute old. Without it, the count at the end of a worker's burst would
+// be logged only at that kind's next refusal, which may never come; the control plane's tick
+// calls it.
+func (a *API) LogRefused(now time.Time) {
+	for _, line := range a.refusedLog.Due(now) {
+		a.logRefusal(line)
+	}
+}
+
+func (a *API) logRefusal(line refusallog.Line[refusalKind]) {
+	k := line.Kind
+	a.env.Logger().Warn(k.msg, "op", k.op, "reason", k.reason, "worker", k.worker,
+		"refused", line.Count, "since", line.Since, "err", line.Err, "nextLineAfter", refusallog.DefaultEvery)
 }
 
 // foreign counts and logs a request for leases the caller does not hold.

@@ -447,7 +447,7 @@ func createTableSQL(cols, keys, other, options string) string {
 	}
 	tail := nl + ` || ')'`
 	if options != "" {
-		tail += ` || coalesce((SELECT any_value(options) FROM (` + options + `) AS t), '')`
+		tail += ` || coalesce((SELECT min(options) FROM (` + options + `) AS t), '')`
 	}
 	return `SELECT min(tbl) AS "Table", 'CREATE TABLE ' || ` + Tick("min(tbl)") + ` || ' (' || ` + nl +
 		` || string_agg('  ' || ` + Tick("name") + ` || ' ' || type || ` +

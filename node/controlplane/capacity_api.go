@@ -102,6 +102,7 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	}
 	stats := newCapacityStats(e, cfg)
 	cp.capStats = stats
+	cp.capRefused = api.LogRefused
 	for _, ep := range api.Endpoints() {
 		if ep.Path == capacity.PathWatch && cfg.NoContentionWatch {
 			continue // a control plane that predates the watch (tests of the fallback)

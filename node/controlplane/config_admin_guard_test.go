@@ -43,6 +43,12 @@ settings:
 // test key) with the admin endpoints and their history, the refresh loop woken by NOTIFY.
 func newStoredHarness(t *testing.T) (*csHarness, *pgconfig.Source) {
 	t.Helper()
+	return storedConfig(t, newCSHarness(t, time.Second))
+}
+
+// storedConfig gives h's control plane newStoredHarness's stored configuration.
+func storedConfig(t *testing.T, h *csHarness) (*csHarness, *pgconfig.Source) {
+	t.Helper()
 	url := migratedtest.NewDatabase(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -55,7 +61,6 @@ func newStoredHarness(t *testing.T) (*csHarness, *pgconfig.Source) {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
-	h := newCSHarness(t, time.Second)
 	h.srv.SetAdminOptions(AdminOptions{Revision: store.Revision, History: store, Rejections: store,
 		CheckEngines: func(context.Context, *config.Config) error { return nil }})
 	h.srv.MountAdmin(h.cp, store)

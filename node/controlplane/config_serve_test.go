@@ -66,8 +66,15 @@ func newCSHarness(t *testing.T, poll time.Duration) *csHarness {
 // newCSHarnessOn is newCSHarness's control plane on the registry store reg.
 func newCSHarnessOn(t *testing.T, poll time.Duration, reg registry.Store) *csHarness {
 	t.Helper()
-	e := env.Real(nil)
-	cp := New(e, Config{WorkerSecret: csSecret, AdminToken: csAdminToken, AllowShortTimeouts: true}, reg)
+	return newCSHarnessWith(t, poll, reg, env.Real(nil), Config{})
+}
+
+// newCSHarnessWith is newCSHarnessOn's control plane on e, configured by cfg but for the
+// secrets and timeouts.
+func newCSHarnessWith(t *testing.T, poll time.Duration, reg registry.Store, e env.Env, cfg Config) *csHarness {
+	t.Helper()
+	cfg.WorkerSecret, cfg.AdminToken, cfg.AllowShortTimeouts = csSecret, csAdminToken, true
+	cp := New(e, cfg, reg)
 	srv := NewConfigServer(e, poll)
 	srv.Mount(cp)
 	h := &csHarness{t: t, e: e, cp: cp, srv: srv}

@@ -52,9 +52,15 @@ type ControlPlane struct {
 	capStats        *capacityStats // nil without MountCapacity
 	heldCount       heldCounts     // requests held open per worker (held.go)
 	live            int            // workers healthy or stale: bounded by cfg.MaxWorkers (moveCount)
+	// patterns are the mux patterns mounted, in order: every page a test must find free of
+	// secrets, the ones mounted later included.
+	patterns []string
 
 	// refusedLog is when each kind of refused request was last logged (refusals.go); it has its own lock.
 	refusedLog refusallog.Limiter[refusalKind]
+	// capRefused writes the capacity API's refusal lines due at a tick (nil without
+	// MountCapacity, which sets it before serving).
+	capRefused func(now time.Time)
 }
 
 // supersedeCount remembers how often a name was registered while its previous registration was
@@ -103,10 +109,10 @@ func New(e env.Env, cfg Config, reg registry.Store) *ControlPlane {
 		dirty:      map[string]bool{},
 		forgotten:  map[string]bool{},
 	}
-	cp.mux.HandleFunc("POST "+workerapi.PathRegister, cp.handleRegister)
-	cp.mux.HandleFunc("POST "+workerapi.PathHeartbeat, cp.handleHeartbeat)
-	cp.mux.HandleFunc("GET "+workerapi.PathAdminWorkers, cp.handleAdminList)
-	cp.mux.HandleFunc("GET "+workerapi.PathAdminWorkers+"/{name}", cp.handleAdminShow)
+	cp.Handle("POST "+workerapi.PathRegister, http.HandlerFunc(cp.handleRegister))
+	cp.Handle("POST "+workerapi.PathHeartbeat, http.HandlerFunc(cp.handleHeartbeat))
+	cp.Handle("GET "+workerapi.PathAdminWorkers, http.HandlerFunc(cp.handleAdminList))
+	cp.Handle("GET "+workerapi.PathAdminWorkers+"/{name}", http.HandlerFunc(cp.handleAdminShow))
 	cp.HandleWorker("GET "+workerapi.PathWorkerPeers, cp.handlePeers)
 	return cp
 }
@@ -121,7 +127,12 @@ func (cp *ControlPlane) Handler() http.Handler { return cp.mux }
 func (cp *ControlPlane) Mux() *http.ServeMux { return cp.mux }
 
 // Handle mounts h on the control plane's server (Go 1.22 ServeMux patterns: "POST /worker/x").
-func (cp *ControlPlane) Handle(pattern string, h http.Handler) { cp.mux.Handle(pattern, h) }
+func (cp *ControlPlane) Handle(pattern string, h http.Handler) {
+	cp.mu.Lock()
+	cp.patterns = append(cp.patterns, pattern)
+	cp.mu.Unlock()
+	cp.mux.Handle(pattern, h)
+}
 
 // HandleWorker mounts a worker endpoint: the request must carry a valid session token, and h is
 // told which worker sent it. Otherwise the answer is 401 with a JSON error body.
@@ -132,7 +143,7 @@ func (cp *ControlPlane) HandleWorker(pattern string, h func(w http.ResponseWrite
 // HandleSession is HandleWorker for endpoints that must tell one registration of a worker
 // from the next (capacity leases): h is told the session that sent the request.
 func (cp *ControlPlane) HandleSession(pattern string, h func(w http.ResponseWriter, r *http.Request, s Session)) {
-	cp.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	cp.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, err := cp.authSession(r)
 		if err != nil {
 			cp.noteRefusedCall(pattern, "unauthorized", "", err)
@@ -140,7 +151,7 @@ func (cp *ControlPlane) HandleSession(pattern string, h func(w http.ResponseWrit
 			return
 		}
 		h(w, r, s)
-	})
+	}))
 }
 
 // Session is one registration of a worker: it begins when the worker registers and ends when
@@ -163,12 +174,12 @@ func sessionID(tokenHash string) string {
 
 // HandleAdmin mounts an admin endpoint guarded by the admin token.
 func (cp *ControlPlane) HandleAdmin(pattern string, h http.Handler) {
-	cp.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	cp.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !cp.authAdmin(w, r) {
 			return
 		}
 		h.ServeHTTP(w, r)
-	})
+	}))
 }
 
 // OnEvict adds a hook called (outside any lock, from the reaper task) for every evicted worker.

@@ -52,11 +52,15 @@ func (cp *ControlPlane) note(k refusalKind, name string, err error, now time.Tim
 	}
 }
 
-// logRefused writes the lines due at now: refusals waiting whose kind's last line is a minute
-// old. The reaper's tick calls it, so that the count at the end of a burst is logged.
+// logRefused writes the lines due at now, the capacity API's among them: refusals waiting
+// whose kind's last line is a minute old. The reaper's tick calls it, so that the count at the
+// end of a burst is logged.
 func (cp *ControlPlane) logRefused(now time.Time) {
 	for _, line := range cp.refusedLog.Due(now) {
 		cp.logRefusal(line)
+	}
+	if cp.capRefused != nil {
+		cp.capRefused(now)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
@@ -78,5 +79,59 @@ func TestRefusedNamesAreQuoted(t *testing.T) {
 	}
 	if got, want := quotedNames([]string{"a\nb", `c"d`}, 3), `"a\nb", "c\"d" (1 more refusals)`; got != want {
 		t.Fatalf("quotedNames: %s, want %s", got, want)
+	}
+}
+
+// TestCapacityRefusalsAreLoggedAtTheTick: a worker renewing another worker's lease 20 times in
+// a burst gets one line at once; the other 19 are logged at the control plane's first tick a
+// minute on, with their count and since when, though the worker sent nothing more; the ticks
+// after that have nothing to log. Before, they waited for that kind's next refusal, which a
+// worker that stopped never sends.
+func TestCapacityRefusalsAreLoggedAtTheTick(t *testing.T) {
+	h, _, _, _ := authority(t, 30*time.Second, nil)
+	good, rogue := h.register("good"), h.register("rogue")
+	code, gl, raw := h.acquireLease(good, `{"cluster":"c1","ttlMillis":30000}`)
+	if code != 200 || !gl.Granted {
+		t.Fatalf("the good worker's acquire: %d %s", code, raw)
+	}
+	start := h.e.Now()
+	foreign := fmt.Sprintf(`{"lease":{"id":%q,"generation":%d},"ttlMillis":30000}`, gl.Lease.ID, gl.Lease.Generation)
+	for i := range 20 {
+		if code, body := h.do("POST", capacity.PathRenew, rogue, capacity.MediaJSON, foreign); code != 403 {
+			t.Fatalf("renewal %d of the good worker's lease: %d %s, want 403", i, code, body)
+		}
+		h.e.Advance(time.Second)
+	}
+	lines := func() []string {
+		var out []string
+		for _, l := range strings.Split(h.e.logs.String(), "\n") {
+			if strings.Contains(l, "another worker's lease") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], "refused=1 ") {
+		t.Fatalf("after the burst: %q, want the first refusal's line only", got)
+	}
+	h.cp.Tick(context.Background(), h.e.Advance(30*time.Second)) // 50 s after the first line
+	if got := lines(); len(got) != 1 {
+		t.Fatalf("a tick within the minute: %q, want no new line", got)
+	}
+	h.cp.Tick(context.Background(), h.e.Advance(11*time.Second))
+	since := start.Add(time.Second).UTC().Format("2006-01-02T15:04:05.000Z")
+	got := lines()
+	if len(got) != 2 || !strings.Contains(got[1], "refused=19 since="+since) || !strings.Contains(got[1], "worker=rogue") ||
+		!strings.Contains(got[1], "op=renew reason=not-holder") {
+		t.Fatalf("the tick a minute on: %q, want a second line counting rogue's 19 renewals since %s", got, since)
+	}
+	h.cp.Tick(context.Background(), h.e.Advance(2*time.Minute))
+	if got := lines(); len(got) != 2 {
+		t.Fatalf("a tick with nothing refused since: %q, want no new line", got)
+	}
+	for _, s := range []string{good, rogue, secret} {
+		if strings.Contains(h.e.logs.String(), s) {
+			t.Errorf("the log holds a token or the worker secret %q", s)
+		}
 	}
 }

@@ -213,8 +213,15 @@ func TestReadBody(t *testing.T) {
 		t.Fatal("ReadJSON took trailing data")
 	}
 	r = httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`))
-	if err := ReadJSON(r, MediaHeartbeat, &hb); err == nil {
-		t.Fatal("ReadJSON took a body without its media type")
+	if err := ReadJSON(r, MediaHeartbeat, &hb); !errors.As(err, &mt) {
+		t.Fatalf("ReadJSON of a body without its media type: %v, want a media type error (415)", err)
+	}
+	// encoding/json would read "\xff" and "\xfe" alike (U+FFFD): such a body is refused, not
+	// passed on.
+	data, err := read(strings.NewReader("{\"name\":\"w\xff\"}"), MediaHeartbeat, -1)
+	var fe *FieldError
+	if !errors.As(err, &fe) || data != nil || !strings.Contains(err.Error(), "not valid UTF-8 (byte 10)") {
+		t.Fatalf("a body of invalid UTF-8: %q, %v; want it refused naming the byte", data, err)
 	}
 }
 

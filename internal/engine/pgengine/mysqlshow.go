@@ -64,15 +64,90 @@ func (pgCatalog) Columns(db, table string) string {
 }
 
 // Keys are the table's primary key and unique indexes on columns (not on expressions, not
-// partial), each named by its first column, as MySQL names a key it was not given a name for.
+// partial). A key PostgreSQL named itself (UNIQUE (c): t_c_key) is named by its first column,
+// as MySQL names a key it was not given a name for; a named one (CONSTRAINT k UNIQUE, CREATE
+// UNIQUE INDEX k) by its name, as MariaDB keeps it.
 func (pgCatalog) Keys(db, table string) string {
-	return `SELECT CASE WHEN i.indisprimary THEN 'PRIMARY KEY' ELSE 'UNIQUE' END AS kind, ` +
-		`(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = i.indkey[0]) AS name, ` +
-		`(SELECT string_agg(` + mysqlshow.Tick("a.attname::text") + `, ',' ORDER BY k.n) FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) ` +
-		`JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum WHERE k.n <= i.indnkeyatts) AS cols, ` +
-		`i.indexrelid::bigint AS pos FROM pg_index i WHERE i.indrelid = ` + regclass(db, table) +
-		` AND (i.indisprimary OR i.indisunique) AND i.indpred IS NULL AND i.indexprs IS NULL`
+	return `SELECT CASE WHEN i.indisprimary THEN 'PRIMARY KEY' ELSE 'UNIQUE' END AS kind, ` + keyName("_key") + ` AS name, ` +
+		indexColumns + ` AS cols, i.indexrelid::bigint AS pos FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid ` +
+		`WHERE i.indrelid = ` + regclass(db, table) + ` AND (i.indisprimary OR i.indisunique) AND i.indpred IS NULL AND i.indexprs IS NULL`
 }
+
+// OtherKeys are the table's plain indexes on columns (KEY), its foreign keys, and for a foreign
+// key no index begins with the columns of, the KEY InnoDB creates for it (PostgreSQL creates
+// none, and ORMs' reflection reads MariaDB's): named by the constraint's name, or by its first
+// column when PostgreSQL named the constraint itself (t_c_fkey), which is then MariaDB's
+// t_ibfk_<n>. Foreign keys are in their names' order, as MariaDB lists them. An action is
+// MariaDB's words for it, but NO ACTION (PostgreSQL's default) and RESTRICT (MariaDB's), which
+// MariaDB leaves out.
+func (pgCatalog) OtherKeys(db, table string) string {
+	reg := regclass(db, table)
+	action := func(col, verb string) string {
+		return `CASE ` + col + ` WHEN 'c' THEN ' ON ` + verb + ` CASCADE' WHEN 'n' THEN ' ON ` + verb + ` SET NULL' ` +
+			`WHEN 'd' THEN ' ON ` + verb + ` SET DEFAULT' ELSE '' END`
+	}
+	pgNamed := pgDefaultName("c.conname", "c.conrelid", "_fkey")
+	return `SELECT 'KEY' AS kind, ` + keyName("_idx") + ` AS name, ` + indexColumns + ` AS cols, NULL AS refs, ` +
+		`1000000000000 + i.indexrelid::bigint AS pos FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid ` +
+		`WHERE i.indrelid = ` + reg + ` AND NOT i.indisunique AND NOT i.indisprimary AND i.indpred IS NULL AND i.indexprs IS NULL ` +
+		`UNION ALL SELECT 'KEY', CASE WHEN ` + pgNamed + ` THEN ` + attName("c.conrelid", "c.conkey[1]") + ` ELSE c.conname::text END, ` +
+		columnList("c.conkey", "c.conrelid", ",") + `, NULL, c.oid::bigint ` +
+		`FROM pg_constraint c WHERE c.conrelid = ` + reg + ` AND c.contype = 'f' AND NOT EXISTS (SELECT 1 FROM pg_index i ` +
+		`WHERE i.indrelid = c.conrelid AND i.indpred IS NULL AND i.indexprs IS NULL ` +
+		`AND (i.indkey::int2[])[0:cardinality(c.conkey) - 1] = c.conkey) ` +
+		`UNION ALL SELECT 'FOREIGN KEY', name, cols, refs, row_number() OVER (ORDER BY name) FROM (SELECT ` +
+		`CASE WHEN ` + pgNamed + ` THEN t.relname::text || '_ibfk_' || row_number() OVER (PARTITION BY ` + pgNamed + ` ORDER BY c.oid) ` +
+		`ELSE c.conname::text END AS name, ` + columnList("c.conkey", "c.conrelid", ", ") + ` AS cols, ` +
+		`CASE WHEN r.relnamespace <> t.relnamespace THEN ` + mysqlshow.Tick("rn.nspname::text") + ` || '.' ELSE '' END || ` +
+		mysqlshow.Tick("r.relname::text") + ` || ' (' || ` + columnList("c.confkey", "c.confrelid", ", ") + ` || ')' || ` +
+		action("c.confdeltype", "DELETE") + ` || ` + action("c.confupdtype", "UPDATE") + ` AS refs ` +
+		`FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class r ON r.oid = c.confrelid ` +
+		`JOIN pg_namespace rn ON rn.oid = r.relnamespace WHERE c.conrelid = ` + reg + ` AND c.contype = 'f') AS f`
+}
+
+// TableOptions are MariaDB's for a table: InnoDB, the next AUTO_INCREMENT value when past 1
+// (the next of the sequence of the table's serial or identity column), utf8mb4.
+func (pgCatalog) TableOptions(db, table string) string {
+	next := `(SELECT max(coalesce(s.last_value + s.increment_by, s.start_value)) FROM pg_depend d ` +
+		`JOIN pg_class sc ON sc.oid = d.objid AND sc.relkind = 'S' JOIN pg_namespace sn ON sn.oid = sc.relnamespace ` +
+		`JOIN pg_sequences s ON s.schemaname = sn.nspname AND s.sequencename = sc.relname ` +
+		`WHERE d.classid = 'pg_class'::regclass AND d.refobjid = ` + regclass(db, table) + ` AND d.deptype IN ('a', 'i'))`
+	return `SELECT ' ENGINE=InnoDB' || coalesce(' AUTO_INCREMENT=' || CASE WHEN next > 1 THEN next END, '') || ` +
+		`' DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci' AS options FROM (SELECT ` + next + ` AS next) AS n`
+}
+
+// indexColumns are the key columns of the index i, `quoted` and joined by commas.
+var indexColumns = `(SELECT string_agg(` + mysqlshow.Tick("a.attname::text") + `, ',' ORDER BY k.n) ` +
+	`FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) ` +
+	`JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum WHERE k.n <= i.indnkeyatts)`
+
+// columnList is the columns numbered by the array attnums of the relation rel, `quoted` and
+// joined by sep.
+func columnList(attnums, rel, sep string) string {
+	return `(SELECT string_agg(` + mysqlshow.Tick("a.attname::text") + `, '` + sep + `' ORDER BY k.n) FROM unnest(` + attnums +
+		`) WITH ORDINALITY AS k(attnum, n) JOIN pg_attribute a ON a.attrelid = ` + rel + ` AND a.attnum = k.attnum)`
+}
+
+// attName is the name of the column attnum of the relation rel.
+func attName(rel, attnum string) string {
+	return `(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = ` + rel + ` AND a.attnum = ` + attnum + `)`
+}
+
+// keyName is the MySQL name of the index i (its pg_class row ic): its first column's when
+// PostgreSQL named it itself (<table>_<columns><suffix>[n]), else its own.
+func keyName(suffix string) string {
+	return `CASE WHEN ` + pgDefaultName("ic.relname", "i.indrelid", suffix) + ` THEN ` + attName("i.indrelid", "i.indkey[0]") +
+		` ELSE ic.relname::text END`
+}
+
+// pgDefaultName is the condition that name is one PostgreSQL chose for a key of the relation
+// rel: <table>_<columns><suffix>, a number after it when that name was taken.
+func pgDefaultName(name, rel, suffix string) string {
+	return `(starts_with(` + name + `::text, (SELECT relname::text FROM pg_class WHERE oid = ` + rel + `) || '_') AND ` +
+		name + `::text ~ '` + suffix + `\d*$')`
+}
+
+var _ mysqlshow.CreateCatalog = pgCatalog{}
 
 func (pgCatalog) Literal(v string) string { return sqltok.StandardString(v) }
 

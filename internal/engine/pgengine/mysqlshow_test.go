@@ -54,12 +54,12 @@ func TestMySQLCatalogStatementsOnPostgreSQL(t *testing.T) {
 		{"", "DESC `a_t` 'odd%'", cols, "odd`name,date,YES,,(null),"},
 		{"", "EXPLAIN shop.orders", cols, "a,int(11),NO,PRI,(null),|b,int(11),NO,PRI,(null),|n,int(11),NO,,3,"},
 		{"", "SHOW CREATE TABLE shop.orders", "Table,Create Table",
-			"orders,CREATE TABLE `orders` (\n  `a` int(11) NOT NULL,\n  `b` int(11) NOT NULL,\n  `n` int(11) NOT NULL DEFAULT 3,\n  PRIMARY KEY (`b`,`a`)\n)"},
+			"orders,CREATE TABLE `orders` (\n  `a` int(11) NOT NULL,\n  `b` int(11) NOT NULL,\n  `n` int(11) NOT NULL DEFAULT 3,\n  PRIMARY KEY (`b`,`a`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"},
 		{"", "SHOW CREATE TABLE a_t", "Table,Create Table", "a_t,CREATE TABLE `a_t` (\n  `id` int(11) NOT NULL AUTO_INCREMENT,\n" +
 			"  `name` varchar(20) NOT NULL DEFAULT 'x',\n  `odd``name` date DEFAULT NULL,\n  `d` decimal(10,2) DEFAULT NULL,\n" +
 			"  `ts` datetime(3) DEFAULT NULL,\n  `tz` timestamp(6) DEFAULT NULL,\n  `b` tinyint(1) DEFAULT NULL,\n" +
 			"  `u` bigint(20) DEFAULT NULL,\n  `j` json DEFAULT NULL,\n  `f` double DEFAULT NULL,\n" +
-			"  PRIMARY KEY (`id`),\n  UNIQUE KEY `u` (`u`)\n)"},
+			"  PRIMARY KEY (`id`),\n  UNIQUE KEY `u` (`u`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"},
 	} {
 		names, rows, err := mysqlRows(t, e, c.db, c.stmt)
 		if err != nil {
