@@ -22,12 +22,25 @@ log=$(mktemp)
 bins=$(mktemp -d)
 trap 'rm -rf "$log" "$log.first" "$bins"' EXIT
 gocache=$("${GO:-go}" env GOCACHE)
-# fuzzbin PKG: the path of PKG's instrumented test binary, built on first use.
+# fuzzonly PKG OVERLAY: writes to OVERLAY a go build overlay leaving out the test files of PKG
+# that its fuzz targets do not need (scripts/fuzzharness.py).
+fuzzonly() {
+	# shellcheck disable=SC2046 # one word a file
+	python3 "$(dirname "$0")/fuzzharness.py" $("${GO:-go}" list \
+		-f '{{$d := .Dir}}{{range .TestGoFiles}}{{$d}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$d}}/{{.}} {{end}}' "$1") >"$2"
+}
+# fuzzbin PKG: the path of PKG's instrumented test binary, built on first use: from the fuzz
+# harness alone, or, where the harness needs another test file, from the whole package.
 fuzzbin() {
 	b="$bins/$(printf '%s' "$1" | tr -c 'A-Za-z0-9\n' _).test"
 	if [ ! -x "$b" ]; then
 		echo "fuzz: building $1's instrumented test binary" >&2
-		"${GO:-go}" test -c -fuzz=. -o "$b" "$1" >&2 || return 1
+		if ! { fuzzonly "$1" "$b.overlay" &&
+			"${GO:-go}" test -c -fuzz=. -overlay="$b.overlay" -o "$b" "$1" >"$b.log" 2>&1; }; then
+			echo "fuzz: $1's fuzz harness does not build alone; building its whole test binary:" >&2
+			cat "$b.log" >&2
+			"${GO:-go}" test -c -fuzz=. -o "$b" "$1" >&2 || return 1
+		fi
 	fi
 	printf '%s\n' "$b"
 }

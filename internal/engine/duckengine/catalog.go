@@ -95,8 +95,11 @@ var compatSQL = []string{
 		(SELECT any_value(array_to_string(list_transform(list_zip(f.parameters, f.parameter_types), p -> p[1] || ' ' || p[2]), ', '))
 		 FROM duckdb_functions() f WHERE f.function_oid = id)`,
 	`CREATE MACRO {c}.main.pg_get_function_identity_arguments(id) AS {c}.main.pg_get_function_arguments(id)`,
+	// The argument is taken in a FROM-less select first: a caller's unqualified oid
+	// (oid::regclass::text on pg_class) would be pg_class's own inside the lookup, and answer
+	// one name for every row.
 	`CREATE MACRO {c}.main.qf_relname(id) AS
-		(SELECT any_value(relname) FROM pg_catalog.pg_class WHERE oid = id)`,
+		(SELECT any_value(relname) FROM (SELECT id AS qf_id) arg JOIN pg_catalog.pg_class r ON r.oid = arg.qf_id)`,
 	// The client's database, not every attached catalog's copy of DuckDB's own views and
 	// functions.
 	`CREATE MACRO {c}.main.qf_own_schemas() AS TABLE
@@ -593,7 +596,9 @@ func typeSQL() []string {
 			CASE WHEN pg_type_oid IN (18, 19, 25, 1042, 1043) THEN 100 ELSE 0 END::BIGINT AS attcollation,
 			'' AS attcompression, NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
 			NULL::VARCHAR AS attmissingval
-			FROM {c}.main.qf_pg_columns
+			-- the client's database's (and temporary) relations, as qf_pg_class lists them, not
+			-- the columns of every attached catalog's views
+			FROM {c}.main.qf_pg_columns WHERE database_name = current_database() AND schema_name <> 'queryflux_pg' OR database_name = 'temp'
 			UNION ALL BY NAME
 			SELECT {c}.main.qf_constraint_index_oid(k.table_oid, k.constraint_index) AS attrelid, c.column_name AS attname,
 				{c}.main.qf_type_oid(c.data_type) AS atttypid, k.pos::INTEGER AS attnum, -1 AS atttypmod,

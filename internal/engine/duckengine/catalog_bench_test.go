@@ -2,11 +2,7 @@ package duckengine
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
@@ -94,7 +90,8 @@ func openDjango(tb testing.TB) *Engine {
 }
 
 // BenchmarkDjangoIntrospection: what each of Django's introspection queries costs on the
-// compatibility catalog (every migration of a model sends them).
+// compatibility catalog (every migration of a model sends them). scripts/duckcat-catalog-cpu.sh
+// splits each one's CPU into planning and running, and writes DuckDB's profile of it.
 func BenchmarkDjangoIntrospection(b *testing.B) {
 	e := openDjango(b)
 	for _, name := range []string{"constraints", "relations", "indexes", "columns", "tables"} {
@@ -105,58 +102,5 @@ func BenchmarkDjangoIntrospection(b *testing.B) {
 				drainBench(b, e, q)
 			}
 		})
-	}
-}
-
-// TestProfileDjangoIntrospection writes, for each introspection query as the compatibility
-// rewrite sends it, what planning it takes (EXPLAIN) against running it, and DuckDB's
-// EXPLAIN ANALYZE, to $QF_CATALOG_PROFILE_DIR (skipped unset): where a catalog query's time
-// goes, planning or which operator.
-func TestProfileDjangoIntrospection(t *testing.T) {
-	dir := os.Getenv("QF_CATALOG_PROFILE_DIR")
-	if dir == "" {
-		t.Skip("QF_CATALOG_PROFILE_DIR unset")
-	}
-	e := openDjango(t)
-	ctx := context.Background()
-	conn, err := e.db.Load().Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for name, text := range djangoIntrospection {
-		c, err := compatRequest(&query.Request{SQL: text, Protocol: query.ProtocolPostgres}, "duck")
-		if err != nil {
-			t.Fatal(err)
-		}
-		run := func(s string) (time.Duration, string) {
-			start := time.Now()
-			rows, err := conn.QueryContext(ctx, s)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			var out strings.Builder
-			cols, _ := rows.Columns()
-			for rows.Next() {
-				vals := make([]any, len(cols))
-				ptrs := make([]any, len(cols))
-				for i := range vals {
-					ptrs[i] = &vals[i]
-				}
-				_ = rows.Scan(ptrs...)
-				for _, v := range vals {
-					fmt.Fprintf(&out, "%v\n", v)
-				}
-			}
-			rows.Close()
-			return time.Since(start), out.String()
-		}
-		plan, _ := run("EXPLAIN " + c.SQL)
-		exec, _ := run(c.SQL)
-		_, analyzed := run("EXPLAIN ANALYZE " + c.SQL)
-		if err := os.WriteFile(dir+"/"+name+".txt", []byte(c.SQL+"\n\n"+analyzed), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: EXPLAIN %v, run %v", name, plan, exec)
 	}
 }

@@ -30,6 +30,14 @@ func TestCatalogDeclaredAnswers(t *testing.T) {
 		// Django's get_constraints on a table whose keys' names are DuckDB's and declared ones.
 		strings.ReplaceAll(djangoIntrospection["constraints"], "'auth_user'", "'fkact'") + " ORDER BY 1": "fkact_pkey|['id']|p|<nil>|<nil>\nmy_fk|['c']|f|chk.id|<nil>",
 		strings.ReplaceAll(djangoIntrospection["relations"], "'auth_user_groups'", "'fkact'"):            "c|chk|id",
+		// pg_dump's: the functions given a row's unqualified oid answer that row's.
+		`SELECT conname, pg_catalog.pg_get_constraintdef(oid), pg_catalog.pg_get_constraintdef(oid, true) FROM pg_catalog.pg_constraint
+			WHERE conrelid IN (SELECT oid FROM pg_catalog.pg_class WHERE relname IN ('chk', 'fkact')) AND contype <> 'c' ORDER BY 1`: "chk_pkey|PRIMARY KEY (id)|PRIMARY KEY (id)\n" +
+			"chk_u|UNIQUE (a, n)|UNIQUE (a, n)\nfkact_pkey|PRIMARY KEY (id)|PRIMARY KEY (id)\n" +
+			"my_fk|FOREIGN KEY (c) REFERENCES chk(id) ON UPDATE SET NULL ON DELETE CASCADE DEFERRABLE|FOREIGN KEY (c) REFERENCES chk(id) ON UPDATE SET NULL ON DELETE CASCADE DEFERRABLE",
+		`SELECT oid::regclass::text FROM pg_catalog.pg_class WHERE relname IN ('chk', 'fkact') ORDER BY 1`: "chk\nfkact",
+		// Every column pg_attribute lists is of a relation pg_class lists (the client's database's).
+		`SELECT count(*) FROM pg_catalog.pg_attribute a WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = a.attrelid)`: "0",
 	} {
 		if got := rowsText(t, e, sql); got != want {
 			t.Errorf("%s\n got %q\nwant %q", sql, got, want)
