@@ -31,9 +31,10 @@ type AtOnce interface {
 // (nil: none): the answer may be that memory again, sparing an allocation per leased statement.
 // now is the caller's reading of the guard's clock for this admission (the proxy core's, taken
 // as it began): the lease's hold and reuse window are judged at it, sparing a clock read per
-// leased statement.
+// leased statement. affinity is the query's query.Affinity, given rather than read from a
+// context: a context's walk to it cost two lookups a leased statement.
 type IdleTaker interface {
-	TakeIdle(ctx context.Context, cluster string, limit int, spare Slot, now time.Time) Slot
+	TakeIdle(affinity uint64, cluster string, limit int, spare Slot, now time.Time) Slot
 }
 
 // Slot is one running query's claim on a cluster.

@@ -333,10 +333,10 @@ func (g *LeaseGuard) Acquire(ctx context.Context, cluster string, limit int) (Sl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if s := g.TakeIdle(ctx, cluster, limit, nil, g.o.Env.Now()); s != nil {
+	affinity := query.Affinity(ctx)
+	if s := g.TakeIdle(affinity, cluster, limit, nil, g.o.Env.Now()); s != nil {
 		return s, nil
 	}
-	affinity := query.Affinity(ctx)
 	// Carried releases still count: the control plane decides a retry-mode acquire before it
 	// frees them, so a worker never wins back its own slot ahead of others.
 	carry := g.takeCarry()
@@ -584,10 +584,10 @@ func (g *LeaseGuard) unavailable(cluster string, limit int, err error) (Slot, er
 }
 
 // TakeIdle implements IdleTaker: an idle lease of cluster as a slot (the one last used by
-// ctx's query.Affinity when it is idle), or nil, without a round trip. The slot is spare's
+// affinity when it is idle), or nil, without a round trip. The slot is spare's
 // memory when spare is a released slot of g's (an event loop's client hands back its last one).
 // now is the caller's reading of g's clock (IdleTaker).
-func (g *LeaseGuard) TakeIdle(ctx context.Context, cluster string, limit int, spare Slot, now time.Time) Slot {
+func (g *LeaseGuard) TakeIdle(affinity uint64, cluster string, limit int, spare Slot, now time.Time) Slot {
 	if !g.t.c.Reuse {
 		return nil
 	}
@@ -596,7 +596,7 @@ func (g *LeaseGuard) TakeIdle(ctx context.Context, cluster string, limit int, sp
 	if ls == nil || ls.g != g || !ls.st.released { // the table forgets a slot at its release
 		ls = new(leaseSlot) // its state in the same allocation
 	}
-	st, e := g.t.takeIdle(cluster, limit, query.Affinity(ctx), now, &ls.state)
+	st, e := g.t.takeIdle(cluster, limit, affinity, now, &ls.state)
 	if st != nil {
 		ls.g, ls.st, ls.reusedOn = g, st, cluster // every field but state, which st is
 	}

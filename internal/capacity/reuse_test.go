@@ -176,10 +176,9 @@ func BenchmarkIdleLeaseTakeAndRelease(b *testing.B) {
 // takeAndRelease is BenchmarkIdleLeaseTakeAndRelease's loop (a function of its own, for
 // callgrind's --toggle-collect).
 func takeAndRelease(b *testing.B, ctx context.Context, g *capacity.LeaseGuard, now time.Time) {
-	ctx = query.WithAffinity(ctx, 1)
 	var slot capacity.Slot
 	for b.Loop() {
-		slot = g.TakeIdle(ctx, "c", 4, slot, now) // as an event loop's client: its last slot is spare
+		slot = g.TakeIdle(1, "c", 4, slot, now) // as an event loop's client: its last slot is spare
 		if slot == nil {
 			b.Fatal("no idle lease")
 		}
@@ -198,22 +197,22 @@ func TestSpareSlotIsTheNextSlotsMemory(t *testing.T) {
 		first, err := g.Acquire(ctx, "c", 2)
 		check("first acquire", err == nil)
 		first.Release()
-		second := g.TakeIdle(ctx, "c", 2, first, e.Now())
+		second := g.TakeIdle(0, "c", 2, first, e.Now())
 		check("the released spare's memory", second == first)
 		check("its lease, live", lease(second).Cluster == "c" && !second.Lost() && g.Held("c") == 1 && g.Idle("c") == 0)
-		third := g.TakeIdle(ctx, "c", 2, second, e.Now()) // second runs: not spare, and no lease idles
+		third := g.TakeIdle(0, "c", 2, second, e.Now()) // second runs: not spare, and no lease idles
 		check("no idle lease for a running spare's caller", third == nil)
 		running, err := g.Acquire(ctx, "c", 2)
 		check("a second lease", err == nil && client.acquires == 2)
 		running.Release()
-		fourth := g.TakeIdle(ctx, "c", 2, second, e.Now())
+		fourth := g.TakeIdle(0, "c", 2, second, e.Now())
 		check("a running spare left alone", fourth != nil && fourth != second && !second.Lost() && g.Held("c") == 2)
 		check("its own lease", lease(fourth).ID != lease(second).ID)
 		fourth.Release()
 		second.Release()
 		var slot capacity.Slot = second
 		allocs := testing.AllocsPerRun(50, func() {
-			slot = g.TakeIdle(ctx, "c", 2, slot, e.Now())
+			slot = g.TakeIdle(0, "c", 2, slot, e.Now())
 			slot.Release()
 		})
 		check(fmt.Sprintf("no allocation with a spare (%v)", allocs), allocs == 0)
@@ -230,13 +229,13 @@ func TestIdleTakeJudgesAtTheCallersTime(t *testing.T) {
 		check("first acquire", err == nil)
 		slot.Release()
 		check("its lease idle", g.Idle("c") == 1)
-		late := g.TakeIdle(ctx, "c", 2, nil, e.Now().Add(time.Second))
+		late := g.TakeIdle(0, "c", 2, nil, e.Now().Add(time.Second))
 		check("no lease taken a second past its release", late == nil && g.Idle("c") == 0 && g.Held("c") == 0)
 		check("its release queued", g.PendingReleases() == 1)
 		slot, err = g.Acquire(ctx, "c", 2)
 		check("a new lease", err == nil && client.acquires == 2)
 		slot.Release()
-		now := g.TakeIdle(ctx, "c", 2, nil, e.Now())
+		now := g.TakeIdle(0, "c", 2, nil, e.Now())
 		check("the idle lease taken at its release's time", now != nil && g.Idle("c") == 0)
 		if now != nil {
 			now.Release()

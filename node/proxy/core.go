@@ -596,6 +596,9 @@ type placement struct {
 	// noWait: the query's context is NoWait's. Read once, where it is routed (a context
 	// lookup is ~50 instructions, and admit, acquire and OpenWireInto each asked).
 	noWait bool
+	// affinity: the query's query.Affinity when its caller gave it (OpenWireInto's owner), for
+	// the guard's idle take; 0: read from the context.
+	affinity uint64
 }
 
 // follow moves a waiting query onto the active runtime if a newer one replaced p.rt: routed
@@ -661,8 +664,12 @@ func (c *Core) acquire(ctx context.Context, p *placement, req *query.Request, st
 			take = nil
 			if c.idle != nil {
 				take = func(ctx context.Context, cluster string, limit int) (Slot, error) {
+					affinity := p.affinity
+					if affinity == 0 {
+						affinity = query.Affinity(ctx)
+					}
 					// start is now under NoWait (admit: nothing waited)
-					if s := c.idle.TakeIdle(ctx, cluster, limit, spare, start); s != nil {
+					if s := c.idle.TakeIdle(affinity, cluster, limit, spare, start); s != nil {
 						return s, nil
 					}
 					return nil, ErrNoSlot

@@ -182,3 +182,48 @@ func TestWireSessionReusedUnderASettledLease(t *testing.T) {
 		t.Error("a wire whose lease was lost while it was open was made over")
 	}
 }
+
+// tagEngine hands out engine connections that relay nothing and notes the lease tag of each.
+type tagEngine struct {
+	*simengine.Engine
+	tags []string
+}
+
+func (e *tagEngine) OpenPGWire(_ context.Context, o engine.PGWireOptions) (engine.PGWire, error) {
+	e.tags = append(e.tags, o.Tag)
+	return enginetest.NopWire{}, nil
+}
+
+// TestIdleTakeUnderNoWaitPrefersTheOwnersLease: an event loop's admission (NoWait) takes the
+// idle lease its owner ran under last, named by OpenWireInto's owner though the context carries
+// no affinity: its engine connection carries that lease's tag, and another's would be retagged.
+func TestIdleTakeUnderNoWaitPrefersTheOwnersLease(t *testing.T) {
+	s, node := simWorker(t)
+	eng := &tagEngine{Engine: simengine.New(node.Env(), "a", simengine.Params{})}
+	req := &query.Request{SQL: "select 1", User: "u", Protocol: query.ProtocolPostgres}
+	var got []string
+	s.Spawn(node, "driver", func() {
+		core := workerCore(node, eng, capacity.GuardOptions{})
+		open := func(ctx context.Context, owner uint64) *proxy.Wire {
+			w, ok, err := core.OpenWireInto(ctx, req, owner, "", nil)
+			if err != nil || !ok {
+				panic(fmt.Sprintf("OpenWireInto: %v %v", ok, err))
+			}
+			return w
+		}
+		one, two := open(node.Ctx(), 1), open(node.Ctx(), 2) // two leases of the control plane
+		_ = one.Session.Close()
+		_ = two.Session.Close() // the last idle: taken first by an owner without its own
+		for _, owner := range []uint64{1, 2, 1} {
+			w := open(proxy.NoWait(node.Ctx()), owner)
+			_ = w.Session.Close()
+		}
+		got = eng.tags
+	})
+	if err := s.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 5 || got[0] == got[1] || got[2] != got[0] || got[3] != got[1] || got[4] != got[0] {
+		t.Errorf("lease tags of owners 1, 2, then 1, 2, 1 under NoWait: %q; want each owner's own lease again", got)
+	}
+}

@@ -73,9 +73,11 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 	// The owner's engine connection carries the tag of the lease it ran under last: a worker
 	// hands the owner that lease again when it is idle, sparing a round trip to retag.
 	actx := ctx
-	// Only a lease guard's idle take reads it (capacity.LeaseGuard): the core's own count does
-	// not, and looking it up walks the context (~80 instructions a transaction).
-	if _, own := c.guard.(coreCount); !own && query.Affinity(ctx) != owner { // a frontend may hand a context that carries it already
+	r.affinity = owner // the guard's idle take is given it (IdleTaker)
+	// Only a lease guard's acquire reads it from the context (capacity.LeaseGuard): the core's
+	// own count does not, nor does an admission that must not wait, which only takes idle
+	// slots; looking it up walks the context (~80 instructions a transaction).
+	if _, own := c.guard.(coreCount); !own && !(r.noWait && !c.AdmitsAtOnce()) && query.Affinity(ctx) != owner { // a frontend may hand a context that carries it already
 		actx = query.WithAffinity(ctx, owner)
 	}
 	var kept engine.PGWire // the owner's last connection, which its frontend may keep (PGWireOptions.Kept)
