@@ -12,8 +12,12 @@ import json
 import re
 import sys
 
-DECL = re.compile(r"^(?:func\s+(?:\(\s*\w*\s*\*?\s*(\w+)(?:\[[^\]]*\])?\s*\)\s*)?(\w+)|type\s+(\w+)|var\s+(\w+)|const\s+(\w+))", re.M)
+DECL = re.compile(r"^(?:func\s+(?:\(\s*(?:\w+\s+)?\*?\s*(\w+)(?:\[[^\]]*\])?\s*\)\s*)?(\w+)|type\s+(\w+)|var\s+(\w+)|const\s+(\w+))", re.M)
 BLOCK = re.compile(r"^(?:var|const|type)\s*\(\n(.*?)^\)", re.M | re.S)
+ENTRY = re.compile(r"^\t(\w+)\b")
+KEYWORDS = {"break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go",
+            "goto", "if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch", "type",
+            "var"}
 WORD = re.compile(r"[A-Za-z_]\w*")
 STRIP = re.compile(r'//[^\n]*|/\*.*?\*/|`[^`]*`|"(?:\\.|[^"\\\n])*"', re.S)
 
@@ -26,9 +30,9 @@ def declared(src):
         names.update([recv] if recv else [fn] if fn else [n for n in rest if n])
     for m in BLOCK.finditer(src):
         for line in m.group(1).splitlines():
-            w = WORD.match(line.strip())
-            if w:
-                names.add(w.group(0))
+            w = ENTRY.match(line)  # a block's own entries, not the lines of a function literal in it
+            if w and w.group(1) not in KEYWORDS:
+                names.add(w.group(1))
     names.discard("_")
     return names
 
