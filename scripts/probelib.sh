@@ -103,3 +103,39 @@ probe_control_plane() {
 	CP=$!
 	sleep 1
 }
+
+# qf_trino_config P A [TRINO_OPTS] [DB]: the whole configuration of a standalone daemon serving
+# only its Trino port on 127.0.0.1:P (admin API on A), TRINO_OPTS added to that frontend's
+# options (', postAnswerClients: ["benchtrino/"]'), in front of the local PostgreSQL's database
+# DB (default postgres). The Trino probes (scripts/trino-*.sh) all measure this daemon.
+qf_trino_config() {
+	cat <<YAML
+queryflux:
+  role: standalone
+  adminApi: {listen: "127.0.0.1:$2"}
+  frontends:
+    trino: {enabled: true, listen: "127.0.0.1:$1"${3:-}}
+settings: {security: {trustLoopback: true}}
+YAML
+	qf_clusters "${4:-postgres}"
+}
+
+# qf_trino_start DIR NAME P A TRINO_OPTS BIN [WRAPPER...]: writes DIR/NAME.yaml (qf_trino_config
+# P A TRINO_OPTS, on $TRINO_DB or postgres), starts `BIN serve` with it, run by WRAPPER when given
+# (valgrind and its flags, env and its variables), its output in DIR/NAME.log, and waits up to
+# two minutes for its Trino port to answer. QF_PID is then the started process (the wrapper's,
+# if any); the caller stops it. Fails, printing the log's tail, if the port never answered.
+qf_trino_start() {
+	local dir=$1 name=$2 p=$3 a=$4 opts=$5 bin=$6
+	shift 6
+	qf_trino_config "$p" "$a" "$opts" "${TRINO_DB:-postgres}" >"$dir/$name.yaml"
+	"$@" "$bin" serve --config "$dir/$name.yaml" >"$dir/$name.log" 2>&1 &
+	QF_PID=$!
+	for _ in $(seq 1 600); do
+		curl -s -o /dev/null "http://127.0.0.1:$p/v1/info" && return 0
+		kill -0 "$QF_PID" 2>/dev/null || break
+		sleep 0.2
+	done
+	echo "qf_trino_start: $name did not answer on $p: $(tail -3 "$dir/$name.log")" >&2
+	return 1
+}

@@ -17,22 +17,8 @@ TMP=$(mktemp -d)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"' EXIT
 start() { # name bin port admin
-	{
-		cat <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$4"}
-  frontends:
-    trino: {enabled: true, listen: "127.0.0.1:$3", postAnswerClients: ["benchtrino/"]}
-settings: {security: {trustLoopback: true}}
-YAML
-		qf_clusters postgres
-	} >"$TMP/$1.yaml"
-	"$2" serve --config "$TMP/$1.yaml" >"$TMP/$1.log" 2>&1 &
-	PIDS+=($!)
-	for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$3/v1/info" && return; sleep 0.1; done
-	echo "$1 did not start: $(tail -3 "$TMP/$1.log")" >&2
-	exit 1
+	qf_trino_start "$TMP" "$1" "$3" "$4" ', postAnswerClients: ["benchtrino/"]' "$2"
+	PIDS+=("$QF_PID")
 }
 start base "$BASE" "$PORT0" $((PORT0 + 1))
 start new "$NEW" $((PORT0 + 2)) $((PORT0 + 3))

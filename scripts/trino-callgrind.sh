@@ -21,34 +21,20 @@ source "$ROOT/scripts/probelib.sh"
 mkdir -p "$OUT"
 [ -x "$OUT/benchtrino" ] && [ "$OUT/benchtrino" -nt "$ROOT/scripts/benchtrino/main.go" ] ||
 	(cd "$ROOT" && go build -o "$OUT/benchtrino" ./scripts/benchtrino)
-{
-	cat <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$A"}
-  frontends:
-    trino: {enabled: true, listen: "127.0.0.1:$P", postAnswerClients: ["benchtrino/"], postWaitMicros: 1000000}
-settings: {security: {trustLoopback: true}}
-YAML
-	qf_clusters postgres
-} >"$OUT/$TAG.yaml"
 rm -f "$OUT/cg.$TAG"
-GOMAXPROCS=1 GOGC=100 GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off \
-	valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg.$TAG" \
-	"$BIN" serve --config "$OUT/$TAG.yaml" >"$OUT/$TAG.log" 2>&1 &
-VG=$!
-trap 'kill $VG 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do
-	curl -s -o /dev/null "http://127.0.0.1:$P/v1/info" && break
-	sleep 0.2
-done
+QF_PID=
+trap '[ -n "$QF_PID" ] && kill "$QF_PID" 2>/dev/null || true' EXIT
+qf_trino_start "$OUT" "$TAG" "$P" "$A" ', postAnswerClients: ["benchtrino/"], postWaitMicros: 1000000' "$BIN" \
+	env GOMAXPROCS=1 GOGC=100 GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off \
+	valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg.$TAG"
+VG=$QF_PID
 "$OUT/benchtrino" -trino "http://127.0.0.1:$P" -user postgres -n 300 >/dev/null
 callgrind_control -i on "$VG" >/dev/null 2>&1
 read -r p50 p99 n rpq _ < <("$OUT/benchtrino" -trino "http://127.0.0.1:$P" -user postgres -n "$N")
 callgrind_control -i off "$VG" >/dev/null 2>&1
 kill -INT "$VG"
 wait "$VG" || true
-trap - EXIT
+QF_PID=
 total=$(callgrind_annotate "$OUT/cg.$TAG" 2>/dev/null | awk '/PROGRAM TOTALS/ && !t {gsub(",", "", $1); t = $1} END {print t}')
 callgrind_annotate --inclusive=yes "$OUT/cg.$TAG" >"$OUT/cg.$TAG.txt" 2>/dev/null
 stmts=$((N + 20))

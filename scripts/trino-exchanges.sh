@@ -22,24 +22,9 @@ source "$ROOT/scripts/probelib.sh"
 mkdir -p "$OUT"
 [ -x "$OUT/benchtrino" ] && [ "$OUT/benchtrino" -nt "$ROOT/scripts/benchtrino/main.go" ] ||
 	(cd "$ROOT" && go build -o "$OUT/benchtrino" ./scripts/benchtrino)
-{
-	cat <<YAML
-queryflux:
-  role: standalone
-  adminApi: {listen: "127.0.0.1:$A"}
-  frontends:
-    trino: {enabled: true, listen: "127.0.0.1:$P"}
-settings: {security: {trustLoopback: true}}
-YAML
-	qf_clusters postgres
-} >"$OUT/daemon.yaml"
-"$BIN" serve --config "$OUT/daemon.yaml" >"$OUT/daemon.log" 2>&1 &
-QF=$!
-trap 'kill $QF 2>/dev/null || true' EXIT
-for _ in $(seq 1 300); do
-	curl -s -o /dev/null "http://127.0.0.1:$P/v1/info" && break
-	sleep 0.2
-done
+QF_PID=
+trap '[ -n "$QF_PID" ] && kill "$QF_PID" 2>/dev/null || true' EXIT
+qf_trino_start "$OUT" daemon "$P" "$A" "" "$BIN"
 URL=http://127.0.0.1:$P
 count() { # name, then the command that prints the requests per statement last on its line
 	local name=$1

@@ -84,7 +84,7 @@ type hand struct {
 	due   time.Time    // when the timer's goroutine may take the connection
 
 	// Await's: the late answer, the answer it writes, and a lock held while it writes.
-	late func()
+	late Late
 	rw   *response
 	mu   sync.Mutex
 }
@@ -489,7 +489,7 @@ func LoggedIn(w http.ResponseWriter) bool {
 // runtime each time: Await uses the connection's hand-over timer, left armed across requests
 // (RESULTS.md, "Trino HTTP SELECT 1 in one exchange"). It reports false for an answer of
 // another server, a watched request, or one already detached or awaited (nothing changes).
-func Await(w http.ResponseWriter, wait time.Duration, late func()) bool {
+func Await(w http.ResponseWriter, wait time.Duration, late Late) bool {
 	rw, ok := w.(*response)
 	if !ok || rw.hand != nil || rw.watched || rw.done { // hand first: once awaited, done is another goroutine's
 		return false
@@ -503,6 +503,16 @@ func Await(w http.ResponseWriter, wait time.Duration, late func()) bool {
 	c.armHandover(h.due)
 	return true
 }
+
+// Late is what Await calls to answer late. An interface rather than a func: a handler passes
+// a pointer it holds anyway, where a method value of it was an allocation per request.
+type Late interface{ Late() }
+
+// LateFunc is a func as a Late.
+type LateFunc func()
+
+// Late calls f.
+func (f LateFunc) Late() { f() }
 
 // Settle ends Await's wait for w: true means late was not called and will not be (the handler
 // answers w itself); false means late answered, Settle having waited for it to finish (the
@@ -535,7 +545,7 @@ func (h *hand) answerLate() bool {
 	if !h.state.CompareAndSwap(handAwaiting, handAnswering) {
 		return false
 	}
-	h.late()
+	h.late.Late()
 	rw := h.rw
 	rw.finish()
 	c := rw.c

@@ -722,7 +722,7 @@ func TestAwait(t *testing.T) {
 	secondServed := make(chan struct{}, 1)
 	settled := make(chan bool, 1)
 	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		late := func() { _, _ = io.WriteString(w, "late") }
+		late := LateFunc(func() { _, _ = io.WriteString(w, "late") })
 		switch r.URL.Path {
 		case "/second":
 			secondServed <- struct{}{}
@@ -796,7 +796,7 @@ func TestAwait(t *testing.T) {
 	if !closedBy(nc) {
 		t.Fatal("the connection of a panicked awaited handler stayed open")
 	}
-	if Await(httptest.NewRecorder(), time.Millisecond, func() {}) || !Settle(httptest.NewRecorder()) {
+	if Await(httptest.NewRecorder(), time.Millisecond, LateFunc(func() {})) || !Settle(httptest.NewRecorder()) {
 		t.Fatal("Await on another server's answer")
 	}
 }
@@ -866,7 +866,7 @@ func TestAnExchangesAllocations(t *testing.T) {
 			w.Header()["X-A"] = textType
 		}
 		if r.Method == http.MethodPost {
-			Await(w, time.Hour, func() {})
+			Await(w, time.Hour, LateFunc(func() {}))
 			if _, err := io.ReadAll(r.Body); err != nil || !Settle(w) {
 				t.Errorf("body: %v", err)
 			}
@@ -945,7 +945,7 @@ func TestFinishAnswersBeforeTheHandlerReturns(t *testing.T) {
 			<-release
 			returned.Store(true)
 		case "/awaited":
-			Await(w, time.Hour, func() { _, _ = io.WriteString(w, "late") })
+			Await(w, time.Hour, LateFunc(func() { _, _ = io.WriteString(w, "late") }))
 			if Finish(w) {
 				t.Error("Finish of an awaited answer before Settle")
 			}

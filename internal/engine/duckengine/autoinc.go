@@ -56,6 +56,9 @@ type aiInsert struct {
 	planned, byDefault bool
 	okID               uint64
 	generated          bool
+	// refused is what a refusal of the statement needs to spend the ids MariaDB spends
+	// (mysqlaispent.go); nil when its rows were not read.
+	refused *aiRefusal
 }
 
 // mysqlInsert is q (a MySQL client's, as compatRequest wrote it) as it runs when it is an
@@ -195,15 +198,26 @@ type insertValues struct {
 	closeCols sqltok.Token       // the column list's ")"
 	rows      [][][]sqltok.Token // each row's values (their tokens), the parentheses left out
 	closeRows []sqltok.Token     // each row's ")"
+	openRows  []int              // where each row's "(" is
 	aiSlot    int                // the AUTO_INCREMENT column's place in a row; -1 when it is not given
+	table     [2]int             // where the table's name starts and ends
 }
 
 // readValues reads toks (a MySQL client's INSERT as DuckDB runs it) as INSERT [modifiers]
 // name [(columns)] VALUES (row), ...; ok is false for any other form.
 func readValues(toks []sqltok.Token, col aiColumn) (v insertValues, ok bool) {
 	i := afterInsertModifiers(toks)
+	if i < len(toks) && toks[i].IsWord("into") {
+		i++
+	}
+	if i < len(toks) {
+		v.table[0] = toks[i].Pos
+	}
 	for i < len(toks) && toks[i].Text != "(" && !toks[i].IsWord("values", "value") {
 		i++
+	}
+	if i < len(toks) {
+		v.table[1] = toks[i].Pos
 	}
 	if i < len(toks) && toks[i].Text == "(" {
 		for i++; i < len(toks) && toks[i].Text != ")"; i++ {
@@ -244,7 +258,7 @@ func readValues(toks []sqltok.Token, col aiColumn) (v insertValues, ok bool) {
 		if end < 0 || len(defs) != width {
 			return v, false
 		}
-		v.rows, v.closeRows = append(v.rows, defs), append(v.closeRows, toks[end])
+		v.rows, v.closeRows, v.openRows = append(v.rows, defs), append(v.closeRows, toks[end]), append(v.openRows, toks[i].Pos)
 		i = end + 1
 		if i == len(toks) || toks[i].Text == ";" && i == len(toks)-1 {
 			return v, len(v.rows) > 0
@@ -345,6 +359,10 @@ func (ai *aiInsert) plan(ctx context.Context, q *query.Request) (*query.Request,
 	}
 	if v.aiSlot < 0 && c.offset == 0 && !recordingIDs(ctx) { // recorded: the ids written in, to be given again (mysqlstmtundo.go)
 		ai.byDefault = true // the column's DEFAULT gives each row the id InnoDB would
+		ai.refused = &aiRefusal{text: q.SQL, args: len(q.Args), start: c.value(), explicit: make([]int64, len(v.rows)), generate: make([]bool, len(v.rows))}
+		for r := range ai.refused.generate {
+			ai.refused.generate[r] = true
+		}
 		return q, false
 	}
 	explicit := make([]int64, len(v.rows))
@@ -369,6 +387,7 @@ func (ai *aiInsert) plan(ctx context.Context, q *query.Request) (*query.Request,
 			generate[r] = true
 		}
 	}
+	start := c.value()
 	ids, err := ai.assign(ctx, &c, explicit, generate)
 	if err != nil {
 		return q, false
@@ -404,6 +423,7 @@ func (ai *aiInsert) plan(ctx context.Context, q *query.Request) (*query.Request,
 	planned := *q
 	planned.SQL = b.String()
 	ai.planned = true
+	ai.refused = &aiRefusal{text: planned.SQL, args: len(q.Args), start: start, explicit: explicit, generate: generate}
 	return &planned, true
 }
 
@@ -411,34 +431,51 @@ func (ai *aiInsert) plan(ctx context.Context, q *query.Request) (*query.Request,
 // one), moving the counter c, and sets what the OK packet carries.
 func (ai *aiInsert) assign(ctx context.Context, c *counter, explicit []int64, generate []bool) ([]int64, error) {
 	seq := ai.col.seq
-	ids := make([]int64, len(explicit))
+	ids, high, err := assignIDs(c.value(), explicit, generate, len(explicit), func(high, n int64) (int64, error) {
+		if err := moveTo(ctx, ai.conn, seq, c, high); err != nil {
+			return 0, err
+		}
+		return reserve(ctx, ai.conn, seq, c, n)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for r, id := range ids {
+		if generate[r] {
+			ai.okID, ai.generated = uint64(id), true
+			break
+		}
+		ai.okID = uint64(id)
+	}
+	return ids, moveTo(ctx, ai.conn, seq, c, high)
+}
+
+// assignIDs is InnoDB's ids for the first rows of a statement's (explicit[r] for a row that
+// does not generate one) from the counter at start; take(high, n) reserves n values with the
+// counter at high at least, answering the first. high is the counter after those rows.
+func assignIDs(start int64, explicit []int64, generate []bool, rows int, take func(high, n int64) (int64, error)) (ids []int64, high int64, err error) {
+	ids = make([]int64, rows)
 	// high is InnoDB's table counter; next, end: the handler's next id and the end of the
 	// values it reserved (next 0: none yet); left: InnoDB's n_autoinc_rows, the statement's
 	// rows at its first reservation, less one a row written since; reserved: the end of its
 	// last reservation.
-	high := c.value()
+	high = start
 	var next, end, left, reserved int64
-	for r := range explicit {
+	for r := range rows {
 		if generate[r] {
 			if next == 0 || next >= end {
 				if left == 0 {
 					left = int64(len(explicit)) // InnoDB's first reservation: the statement's rows, however many are written
 				}
-				if err := moveTo(ctx, ai.conn, seq, c, high); err != nil {
-					return nil, err
-				}
-				first, err := reserve(ctx, ai.conn, seq, c, left)
+				first, err := take(high, left)
 				if err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 				next, end, reserved = first, first+left, first+left
 				high = max(high, end)
 			}
 			ids[r] = next
 			next++
-			if !ai.generated {
-				ai.okID, ai.generated = uint64(ids[r]), true
-			}
 		} else {
 			v := explicit[r]
 			ids[r] = v
@@ -448,15 +485,12 @@ func (ai *aiInsert) assign(ctx context.Context, c *counter, explicit []int64, ge
 			if v >= reserved && v > 0 {
 				high = max(high, v+1)
 			}
-			if !ai.generated {
-				ai.okID = uint64(v)
-			}
 		}
 		if left > 0 {
 			left--
 		}
 	}
-	return ids, moveTo(ctx, ai.conn, seq, c, high)
+	return ids, high, nil
 }
 
 // insertTag reads what an INSERT ... RETURNING (mysqlInsert) returned: the statement's

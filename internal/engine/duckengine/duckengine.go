@@ -609,7 +609,22 @@ func (e *Engine) execute(ctx context.Context, q *query.Request) (query.Rows, err
 		return nil, explain(err)
 	}
 	taking := watchDefaults(ctx, conn, client, st.p) // pgsessionseq.go
-	rows, err := run(ctx, conn, q, st.p, func() { taking.finish(ctx, conn); release(conn, st.clean()); cancel() })
+	done := func() { taking.finish(ctx, conn); release(conn, st.clean()); cancel() }
+	holding, held := ai != nil, false // a refused INSERT's ids are set on conn (mysqlaispent.go)
+	rows, err := run(ctx, conn, q, st.p, func() {
+		if holding {
+			held = true
+			return
+		}
+		done()
+	})
+	holding = false
+	if held {
+		if err != nil {
+			ai.afterRefusal(context.WithoutCancel(outer), conn, err)
+		}
+		done()
+	}
 	if err == nil {
 		taking.finish(ctx, conn) // an INSERT ... RETURNING's rows, before its client reads them (a no-op once done)
 	}

@@ -249,6 +249,9 @@ func (s *session) executeStatement(ctx context.Context, q *query.Request) (query
 		return s.mysqlWrite(ctx, client, q, func() (query.Rows, error) { return run(ctx, s.conn, q, st.p, cancel) })
 	})
 	taking.finish(ctx, s.conn)
+	if err != nil && ai != nil && s.status == 'I' {
+		ai.afterRefusal(context.WithoutCancel(outer), s.conn, err) // mysqlaispent.go
+	}
 	if err != nil && stillReferenced(err) { // a foreign key's ON DELETE action (pgcascade.go)
 		rows, err = s.e.retryDelete(outer, s.conn, s.status == 'T', actionsClient(client, st.p.sqlText), q, st.p, err)
 		err = mysqlActionError(client, err)

@@ -22,12 +22,16 @@ import (
 // mysqlBoolLiterals is sqlText with the integer literals lookup's boolean columns take written
 // as truth values; sqlText itself when it has none.
 func mysqlBoolLiterals(sqlText string, lookup notNullLookup) string {
-	if lookup.booleans == nil || !strings.ContainsAny(sqlText, "01") || !strings.ContainsAny(sqlText, "=(") {
+	// every literal written follows =, != or <> (its '>'), or is in a VALUES row's parentheses
+	if lookup.booleans == nil || !strings.ContainsAny(sqlText, "01") || !strings.ContainsAny(sqlText, "=(>") {
 		return sqlText
 	}
 	first := firstWord(sqlText)
 	if first != "insert" && first != "update" && first != "delete" && first != "select" {
 		return sqlText
+	}
+	if lookup.boolNames != nil && !namesAny(sqlText, lookup.boolNames()) {
+		return sqlText // most statements, `WHERE id = 1` too: no tokens, no table's lookup
 	}
 	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
 	table, qualifiers, cols, values, ok := boolLiteralsTable(toks, first, lookup.schema)
@@ -76,6 +80,17 @@ func mysqlBoolLiterals(sqlText string, lookup notNullLookup) string {
 	return b.String()
 }
 
+// namesAny reports whether sqlText may name one of the columns names: one of them is in it,
+// in any case, or has a quote in it (a quoted name's text is not the name).
+func namesAny(sqlText string, names []string) bool {
+	for _, name := range names {
+		if strings.ContainsAny(name, "\"`") || sqltok.ContainsFold(sqlText, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // firstWord is sqlText's first word, lower-cased ("" when it starts otherwise).
 func firstWord(sqlText string) string {
 	s := strings.TrimLeft(sqlText, " \t\r\n(")
@@ -85,6 +100,11 @@ func firstWord(sqlText string) string {
 	}
 	if n < len(s) && s[n]|0x20 >= 'a' && s[n]|0x20 <= 'z' {
 		return ""
+	}
+	for _, w := range [...]string{"select", "insert", "update", "delete"} { // without lower-casing a copy
+		if strings.EqualFold(s[:n], w) {
+			return w
+		}
 	}
 	return strings.ToLower(s[:n])
 }

@@ -25,6 +25,7 @@ func TestMySQLBoolLiterals(t *testing.T) {
 		{"select count(*) from t where ok = 1 and (ok = 0 or ok = -1)", "select count(*) from t where ok = true and (ok = false or ok = -1)"},
 		{"select * from t join u on u.ok = 1 where ok = 1", "select * from t join u on u.ok = 1 where ok = 1"},
 		{"select ok = 1.0, ok = 1e0, ok = '1' from t", "select ok = 1.0, ok = 1e0, ok = '1' from t"},
+		{"select id from t where ok <> 0", "select id from t where ok <> false"},
 	} {
 		if got := mysqlBoolLiterals(c.in, lookup); got != c.want {
 			t.Errorf("%s:\n got  %s\n want %s", c.in, got, c.want)
@@ -61,5 +62,23 @@ func TestMySQLInsertReturning(t *testing.T) {
 		if got != c.want || returns != c.returns {
 			t.Errorf("%s:\n got  %s %v\n want %s %v", c.in, got, returns, c.want, c.returns)
 		}
+	}
+}
+
+// TestMySQLBoolLiteralsSkipsStatementsNamingNoBooleanColumn: a statement that names none of the
+// database's boolean columns (`WHERE id = 1` on a database with one) is returned as it is
+// without being tokenized or its table looked up, allocating nothing; one naming a boolean
+// column still has its literal written.
+func TestMySQLBoolLiteralsSkipsStatementsNamingNoBooleanColumn(t *testing.T) {
+	var lookups int
+	names := []string{"Active"}
+	lookup := notNullLookup{booleans: func(string) map[string]bool { lookups++; return map[string]bool{"Active": true} },
+		boolNames: func() []string { return names }}
+	const plain = "SELECT id, name FROM users WHERE id = 1"
+	if allocs := testing.AllocsPerRun(10, func() { mysqlBoolLiterals(plain, lookup) }); allocs != 0 || lookups != 0 {
+		t.Errorf("%s: %v allocations, %d table lookups; want none", plain, allocs, lookups)
+	}
+	if got, want := mysqlBoolLiterals(`SELECT id FROM users WHERE "Active" = 1`, lookup), `SELECT id FROM users WHERE "Active" = true`; got != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }

@@ -27,6 +27,9 @@ import (
 type notNullCache struct {
 	mu     sync.Mutex
 	tables map[string]tableColumns
+	// boolNames are the names of the database's boolean columns, read once (see
+	// boolColumnNames); nil until then.
+	boolNames []string
 }
 
 // tableColumns is what the cache keeps of a table: its NOT NULL columns, its boolean columns
@@ -107,10 +110,51 @@ func (c *notNullCache) table(ctx context.Context, db querier, table string) tabl
 	return cols
 }
 
+// boolNamesSQL reads the names of the boolean columns of every table and view but the
+// catalog's own, in any schema (a MySQL client names another database's table as db.t).
+const boolNamesSQL = `SELECT DISTINCT a.attname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid ` +
+	`JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE a.atttypid = 'pg_catalog.bool'::pg_catalog.regtype ` +
+	`AND a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ` +
+	`AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'`
+
+// boolColumnNames are the names of the database's boolean columns, read on db once: a
+// statement naming none of them has no literal mysqlBoolLiterals writes, so it is not
+// tokenized nor its table looked up. nil when the catalog cannot be read.
+func (c *notNullCache) boolColumnNames(ctx context.Context, db querier) []string {
+	c.mu.Lock()
+	names := c.boolNames
+	c.mu.Unlock()
+	if names != nil {
+		return names
+	}
+	rows, err := db.Query(ctx, boolNamesSQL, pgx.QueryExecModeExec)
+	if err != nil {
+		return nil
+	}
+	names = []string{}
+	for rows.Next() {
+		var name string
+		if rows.Scan(&name) != nil {
+			rows.Close()
+			return nil
+		}
+		names = append(names, name)
+	}
+	rows.Close()
+	if rows.Err() != nil {
+		return nil
+	}
+	c.mu.Lock()
+	c.boolNames = names
+	c.mu.Unlock()
+	return names
+}
+
 // forget drops what the cache keeps: a table's definition may have changed.
 func (c *notNullCache) forget() {
 	c.mu.Lock()
 	c.tables = nil
+	c.boolNames = nil
 	c.mu.Unlock()
 }
 

@@ -22,6 +22,9 @@ type notNullLookup struct {
 	columns func(table string) map[string]bool
 	// booleans are a table's boolean columns (mysqlBoolAggregates).
 	booleans func(table string) map[string]bool
+	// boolNames are the names of every boolean column of the database's tables, which a
+	// statement names when mysqlBoolLiterals has a literal to write (nil: not known).
+	boolNames func() []string
 	// generated is a table's generated column (mysqlInsertReturning).
 	generated func(table string) string
 }

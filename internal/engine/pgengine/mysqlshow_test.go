@@ -96,3 +96,28 @@ func TestMySQLCatalogStatementsOnPostgreSQL(t *testing.T) {
 		}
 	}
 }
+
+// TestMySQLBoolLiteralsOnPostgreSQL: a MySQL client's 1 and 0 for a boolean column are its
+// truth values on a PostgreSQL cluster, in a table created after the database's boolean
+// columns were read (the CREATE makes them read again).
+func TestMySQLBoolLiteralsOnPostgreSQL(t *testing.T) {
+	e := open(t)
+	for _, c := range []struct{ stmt, want string }{
+		{"CREATE TABLE bt (id INT, ok BOOLEAN)", ""},
+		{"INSERT INTO bt (id, ok) VALUES (1, 1), (2, 0)", ""},
+		{"SELECT id FROM bt WHERE ok = 1", "1"},
+		{"SELECT id FROM bt WHERE id = 1", "1"},
+		{"CREATE TABLE bt2 (id INT, flag BOOLEAN)", ""},
+		{"INSERT INTO bt2 (id, flag) VALUES (3, 1)", ""},
+		{"SELECT id FROM bt2 WHERE flag <> 0", "3"},
+	} {
+		_, rows, err := mysqlRows(t, e, "", c.stmt)
+		var got []string
+		for _, r := range rows {
+			got = append(got, strings.Join(r, ","))
+		}
+		if err != nil || strings.Join(got, "|") != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.stmt, got, err, c.want)
+		}
+	}
+}

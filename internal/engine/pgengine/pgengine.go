@@ -356,6 +356,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 			}
 			notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) },
 				booleans:  func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) },
+				boolNames: func() []string { return e.notNull.boolColumnNames(ctx, db) },
 				generated: func(table string) string { return e.notNull.generated(ctx, db, table) }}
 			sqlText = mysqlText(sqlText, connSQLMode(db), notNull)     // MySQL's functions, NULLs sorted, as MariaDB's
 			sqlText, insertID = mysqlInsertReturning(sqlText, notNull) // the OK packet's insert id (mysqlinsertid.go)

@@ -332,7 +332,8 @@ func TestWholeAnswerWaitsNotForTheRowsClose(t *testing.T) {
 
 // A statement answered QUEUED after PostWait is held for its client's polls, up to a minute
 // past its last page: held, it keeps neither its POST's request nor that request's answer
-// (runThenAnswer's state lives in the query, and is let go once its answer is settled).
+// (runThenAnswer's state lives in the query, and is let go once its answer is settled), nor
+// the request its statement ran (runStarted).
 func TestAQueryHeldForItsPollsKeepsNotItsPOST(t *testing.T) {
 	backend := frontendtest.NewBackend(countingEngine(2))
 	waiting, release := backend.Hold()
@@ -353,7 +354,11 @@ func TestAQueryHeldForItsPollsKeepsNotItsPOST(t *testing.T) {
 		}
 		q.mu.Lock() // its statement's goroutine lets go of them after its rows closed
 		defer q.mu.Unlock()
-		return q.post.w != nil || q.post.r != nil, q.post.settled
+		keeps := q.post.w != nil || q.post.r != nil
+		if q.post.settled { // its statement returned before: what it ran with is read after that
+			keeps = keeps || q.runCtx != nil || q.runReq != nil
+		}
+		return keeps, q.post.settled
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		keeps, settled := kept()
@@ -361,7 +366,7 @@ func TestAQueryHeldForItsPollsKeepsNotItsPOST(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the held query still keeps its POST's request or answer (settled %v)", settled)
+			t.Fatalf("the held query still keeps its POST's request or answer, or its statement's request (settled %v)", settled)
 		}
 	}
 }

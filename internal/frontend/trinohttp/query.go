@@ -64,6 +64,11 @@ type runningQuery struct {
 	// follows it rather than comes before it (runThenAnswer). Only that goroutine touches it.
 	onEnd *postAnswer
 	post  postAnswer // what onEnd points to: allocated with the query
+
+	// What runStarted runs the statement with, from start until it runs: kept here, a closure
+	// over them was an allocation per statement. Only the goroutine running it touches them.
+	runCtx context.Context
+	runReq *query.Request
 }
 
 // ended tells q's onEnd, if any and q ended: once.
@@ -108,9 +113,9 @@ func (q *runningQuery) stale(now time.Time, abandonAfter time.Duration) (drop, a
 	return drop, drop
 }
 
-// start registers a query and returns it with what runs it (nil when nothing is to run: it
-// failed or was answered at once).
-func (s *Server) start(req *query.Request) (*runningQuery, func()) {
+// start registers a query and returns it, and whether its statement is to run (runStarted):
+// not when it failed or was answered at once.
+func (s *Server) start(req *query.Request) (*runningQuery, bool) {
 	now := time.Now()
 	id, slug := s.newID(now)
 	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now,
@@ -149,13 +154,22 @@ func (s *Server) start(req *query.Request) (*runningQuery, func()) {
 		q.unheld = true
 		q.fail(&query.Error{Code: query.CodeQueueFull, Retryable: true, Message: fmt.Sprintf(
 			"this server holds %d queries, the most queryflux allows; retry when some have finished", s.opts.QueriesMax)})
-		return q, nil
+		return q, false
 	}
 	if prepare {
-		return q, nil
+		return q, false
 	}
 	s.wg.Add(1)
-	return q, func() { s.run(ctx, q, req) }
+	q.runCtx, q.runReq = ctx, req
+	return q, true
+}
+
+// runStarted runs the statement of q, which start reported to run; once. A query held for its
+// client's polls keeps neither its context nor its request from then on.
+func (s *Server) runStarted(q *runningQuery) {
+	ctx, req := q.runCtx, q.runReq
+	q.runCtx, q.runReq = nil, nil
+	s.run(ctx, q, req)
 }
 
 // holdLocked adds q to the held queries unless QueriesMax are held. At the bound it first
@@ -425,7 +439,7 @@ func (s *Server) poll(w http.ResponseWriter, r *http.Request, f followUp) {
 		http.Error(w, "bad token", http.StatusNotFound)
 		return
 	}
-	s.respond(w, r, q, token, s.opts.PollWait, false)
+	s.respond(w, r, q, token, s.opts.PollWait, false, nil)
 }
 
 // handleCancel answers DELETE nextUri: the query stops and, its client being done with it, is
@@ -483,7 +497,7 @@ func queryNotFound(w http.ResponseWriter) {
 // trino-go-client and the npm trino-client send to cancel): its user, or an authenticated
 // caller running as that user, stops it at once.
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
-	user, status, err := s.authenticate(w, r)
+	user, _, status, err := s.authenticate(w, r)
 	if err != nil {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Basic realm="QueryFlux"`)
@@ -529,9 +543,9 @@ func (s *Server) kill(q *runningQuery) {
 
 // respond writes the page for token, waiting up to wait for rows or the end; whole answers a
 // POST (token 0) of a client that reads its rows with the whole result, if it has ended
-// and fits one page.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery, token int64, wait time.Duration, whole bool) {
-	if s.answer(w, r, q, token, wait, whole) {
+// and fits one page. from is who sent r, when its login read that already (nil: read here).
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery, token int64, wait time.Duration, whole bool, from *client) {
+	if s.answer(w, r, q, token, wait, whole, from) {
 		s.forget(q)
 	}
 }
@@ -539,13 +553,17 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, q *runningQuery
 // answer is respond but for forgetting q when its whole result was the answer: it reports
 // that instead, so that a caller can forget q once the answer went out (httplite.Finish), off
 // its client's wait.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, q *runningQuery, token int64, wait time.Duration, whole bool) (forget bool) {
-	c, err := s.client(r)
-	if err != nil {
-		forward.TellClock(w.Header(), err) // a peer whose proof was refused for its date retries by this clock
-		http.Error(w, err.Error(), http.StatusForbidden)
-		return false
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, q *runningQuery, token int64, wait time.Duration, whole bool, from *client) (forget bool) {
+	if from == nil {
+		c, err := s.client(r)
+		if err != nil {
+			forward.TellClock(w.Header(), err) // a peer whose proof was refused for its date retries by this clock
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return false
+		}
+		from = &c
 	}
+	c := *from
 	body, status, final, scratch := s.page(r.Context(), q, token, wait, s.baseURL(r, c.tls), whole)
 	if status != http.StatusOK {
 		http.Error(w, string(body), status)

@@ -407,7 +407,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, query.ErrNotConfigured.Message, http.StatusServiceUnavailable)
 		return
 	}
-	user, status, err := s.authenticate(w, r)
+	user, from, status, err := s.authenticate(w, r)
 	if err != nil {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Basic realm="QueryFlux"`)
@@ -430,21 +430,21 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Forward != nil && s.forwardTransaction(w, r, req, body) {
 		return
 	}
-	q, run := s.start(req)
+	q, runs := s.start(req)
 	whole := s.readsPOSTRows(r)
-	if run != nil && whole {
-		s.runThenAnswer(w, r, q, run)
+	if runs && whole {
+		s.runThenAnswer(w, r, q, from)
 		return
 	}
-	s.respond(w, r, q, 0, 0, whole)
-	if run == nil {
+	s.respond(w, r, q, 0, 0, whole, &from)
+	if !runs {
 		return
 	}
 	if httplite.Detach(w, inlineWait) {
-		run()
+		s.runStarted(q)
 		return
 	}
-	s.goRun(run)
+	s.goRun(func() { s.runStarted(q) })
 }
 
 // inlineWait is how long a statement runs on the goroutine that answered its POST before that
@@ -480,14 +480,14 @@ func (s *Server) readsPOSTRows(r *http.Request) bool {
 // connection's next requests from then on (httplite.Await), and runs on here as it would have.
 // Under a server other than httplite, which cannot answer while its handler runs, the
 // statement runs in a runner instead.
-func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runningQuery, run func()) {
+func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runningQuery, from client) {
 	p := &q.post
-	*p = postAnswer{s: s, w: w, r: r, q: q}
-	if !httplite.Await(w, s.opts.PostWait, p.late) {
+	*p = postAnswer{s: s, w: w, r: r, q: q, from: from}
+	if !httplite.Await(w, s.opts.PostWait, p) {
 		*p = postAnswer{}
-		s.goRun(run)
+		s.goRun(func() { s.runStarted(q) })
 		q.awaitEnd(s.opts.PostWait)
-		s.respond(w, r, q, 0, 0, true)
+		s.respond(w, r, q, 0, 0, true, &from)
 		return
 	}
 	defer func() {
@@ -500,12 +500,12 @@ func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runnin
 	// connection's next request is read once it is done (httplite.Finish), so this client's
 	// next statement finds the slot free, as before.
 	q.onEnd = p
-	run()
+	s.runStarted(q)
 	p.settled = true
 	if !p.answered && httplite.Settle(w) {
-		s.respond(w, r, q, 0, 0, true)
+		s.respond(w, r, q, 0, 0, true, &from)
 	}
-	// late ran, or never will (Settle): a query held for its client's polls keeps neither
+	// Late ran, or never will (Settle): a query held for its client's polls keeps neither
 	// the request nor its answer.
 	q.mu.Lock()
 	*p = postAnswer{settled: true}
@@ -513,24 +513,26 @@ func (s *Server) runThenAnswer(w http.ResponseWriter, r *http.Request, q *runnin
 }
 
 // postAnswer is what runThenAnswer answers a POST with, kept in its query: closures over it
-// were four allocations a statement.
+// were four allocations a statement, and the method value of its late answer one more.
 type postAnswer struct {
 	s *Server
 	w http.ResponseWriter
 	r *http.Request
 	q *runningQuery
+	// who sent r (its login read that)
+	from client
 	// Set on the goroutine running the statement: it ended (end was told), or run returned.
 	settled, answered bool
 }
 
-// late answers the POST of a statement that did not end within PostWait (httplite.Await).
-func (p *postAnswer) late() { p.s.respond(p.w, p.r, p.q, 0, 0, true) }
+// Late answers the POST of a statement that did not end within PostWait (httplite.Await).
+func (p *postAnswer) Late() { p.s.respond(p.w, p.r, p.q, 0, 0, true, &p.from) }
 
-// end answers the POST with the statement's end, unless late answered it first.
+// end answers the POST with the statement's end, unless Late answered it first.
 func (p *postAnswer) end() {
 	p.settled, p.answered = true, true
 	if httplite.Settle(p.w) {
-		forget := p.s.answer(p.w, p.r, p.q, 0, 0, true)
+		forget := p.s.answer(p.w, p.r, p.q, 0, 0, true, &p.from)
 		httplite.Finish(p.w)
 		if forget { // once the answer went out
 			p.s.forget(p.q)
@@ -538,9 +540,9 @@ func (p *postAnswer) end() {
 	}
 }
 
-// authenticate returns the user a request runs as, or an HTTP status and error.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, int, error) {
-	user, status, err := s.login(r)
+// authenticate returns the user a request runs as and who sent it, or an HTTP status and error.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, client, int, error) {
+	user, from, status, err := s.login(r)
 	// Its connection no longer counts in its source's share before login, from its first
 	// request that logged in (the addresses' text is made only for that one).
 	if err == nil && !httplite.LoggedIn(w) {
@@ -548,14 +550,21 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, i
 			netlimit.AuthenticatedAt(local.String(), r.RemoteAddr)
 		}
 	}
-	return user, status, err
+	return user, from, status, err
 }
 
-func (s *Server) login(r *http.Request) (string, int, error) {
-	client, err := s.client(r)
+// login returns the user r runs as and who sent it (client), or an HTTP status and error.
+func (s *Server) login(r *http.Request) (string, client, int, error) {
+	from, err := s.client(r)
 	if err != nil {
-		return "", http.StatusForbidden, err
+		return "", client{}, http.StatusForbidden, err
 	}
+	user, status, err := s.loginFrom(r, from)
+	return user, from, status, err
+}
+
+// loginFrom is login of r, sent by client.
+func (s *Server) loginFrom(r *http.Request, client client) (string, int, error) {
 	headerUser := httplite.Field(r.Header, "X-Trino-User")
 	authorization := httplite.Field(r.Header, "Authorization")
 	var basicUser, password string
