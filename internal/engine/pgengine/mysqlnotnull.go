@@ -2,10 +2,12 @@ package pgengine
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/internal/trinopg"
@@ -156,6 +158,18 @@ func (c *notNullCache) forget() {
 	c.tables = nil
 	c.boolNames = nil
 	c.mu.Unlock()
+}
+
+// forgetBooleans drops what the cache keeps when err is PostgreSQL's refusal of an integer
+// where a boolean goes (42804, or 42883: no boolean = integer operator), what a MySQL 1 or 0
+// meets in a boolean column the cache did not know of; it reports whether it did.
+func (c *notNullCache) forgetBooleans(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || (pe.Code != "42804" && pe.Code != "42883") {
+		return false
+	}
+	c.forget()
+	return true
 }
 
 // ddlInTxKey marks a connection (pgconn's CustomData) whose open transaction changed a table's

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/enginetest"
+	"github.com/queryflux/queryflux/internal/engine/pgengine"
+	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -112,6 +115,52 @@ func TestMySQLBoolLiteralsOnPostgreSQL(t *testing.T) {
 		{"SELECT id FROM bt2 WHERE flag <> 0", "3"},
 	} {
 		_, rows, err := mysqlRows(t, e, "", c.stmt)
+		var got []string
+		for _, r := range rows {
+			got = append(got, strings.Join(r, ","))
+		}
+		if err != nil || strings.Join(got, "|") != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.stmt, got, err, c.want)
+		}
+	}
+}
+
+// TestMySQLBoolLiteralsOfATableAnotherWorkerCreated: the boolean columns of a table created
+// through another worker (or outside the proxy) after this engine read the database's boolean
+// column names still take MySQL's 1 and 0.
+func TestMySQLBoolLiteralsOfATableAnotherWorkerCreated(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	engines := make([]query.Engine, 2)
+	for i := range engines {
+		e, err := pgengine.Open(engine.Spec{Name: "pg", Kind: pgengine.Kind, Endpoint: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		engines[i] = e
+	}
+	this, other := engines[0], engines[1]
+	for _, c := range []struct {
+		e          query.Engine
+		stmt, want string
+		args       []any
+	}{
+		{this, "CREATE TABLE bt (id INT, ok BOOLEAN)", "", nil},
+		{this, "SELECT id FROM bt WHERE id = 1", "", nil}, // the names read: ok
+		{other, "CREATE TABLE bt3 (id INT, live BOOLEAN)", "", nil},
+		{other, "INSERT INTO bt3 (id, live) VALUES (3, 1)", "", nil},
+		{other, "CREATE TABLE bt4 (id SERIAL PRIMARY KEY, live BOOLEAN)", "", nil},
+		{this, "INSERT INTO bt4 (live) VALUES (1)", "", nil},
+		{this, "SELECT id FROM bt4 WHERE live = 1", "1", nil},
+		{this, "INSERT INTO bt3 (id, live) VALUES (4, 1), (5, 0)", "", nil},
+		{this, "SELECT id FROM bt3 WHERE live = 1 ORDER BY id", "3|4", nil},
+		{this, "UPDATE bt3 SET live = 0 WHERE id = 3", "", nil},
+		{this, "SELECT count(*) FROM bt3 WHERE live = 0", "2", nil},
+		{other, "CREATE TABLE bt5 (id INT, shown BOOLEAN)", "", nil},
+		{this, "INSERT INTO bt5 (id, shown) VALUES (?, 1)", "", []any{int64(6)}},
+		{this, "SELECT id FROM bt5 WHERE shown = 1 AND id = ?", "6", []any{int64(6)}},
+	} {
+		_, rows, err := enginetest.TextRows(c.e, &query.Request{SQL: c.stmt, Args: c.args, Protocol: query.ProtocolMySQL})
 		var got []string
 		for _, r := range rows {
 			got = append(got, strings.Join(r, ","))

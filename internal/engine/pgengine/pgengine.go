@@ -354,12 +354,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 				defer stop()
 				return setSQLMode(ctx, db, sqlText, modes, q.Args)
 			}
-			notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) },
-				booleans:  func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) },
-				boolNames: func() []string { return e.notNull.boolColumnNames(ctx, db) },
-				generated: func(table string) string { return e.notNull.generated(ctx, db, table) }}
-			sqlText = mysqlText(sqlText, connSQLMode(db), notNull)     // MySQL's functions, NULLs sorted, as MariaDB's
-			sqlText, insertID = mysqlInsertReturning(sqlText, notNull) // the OK packet's insert id (mysqlinsertid.go)
+			sqlText, insertID = e.mysqlSQL(ctx, db, q, sqlText)
 		}
 	}
 	var trino trinopg.Translation
@@ -393,6 +388,9 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		}
 		sqlText = typed
 		rows, err = db.Query(ctx, sqlText, args...)
+	}
+	if q.Protocol == query.ProtocolMySQL && !isShow && (err != nil || len(rows.FieldDescriptions()) == 0) {
+		rows, insertID, err = e.mysqlBooleansAgain(ctx, db, q, rows, err, sqlText, args, hot, insertID)
 	}
 	if err != nil {
 		err = cancelledOr(ctx, err) // before stop, which would make every error a cancellation
@@ -430,6 +428,48 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 // statements), the connection taken runs it under a context that never ends, the Statement
 // watched instead (watchedRows): pgx's own watch of the context (a context.AfterFunc, the
 // statement's children map and its removal) cost about 4k instructions a statement (#22).
+// mysqlBooleansAgain runs a MySQL client's statement once more when PostgreSQL refused it (err,
+// or before any row: rows has no columns) for a 1 or 0 in a boolean column the cache did not
+// know of (a table created through another worker or outside the proxy): written again from
+// the catalog as it is now, outside a transaction (the refusal changed nothing). Otherwise
+// rows (read to its end) and err are its answer. insertID: whether the insert id is read from
+// the answer.
+func (e *Engine) mysqlBooleansAgain(ctx context.Context, db querier, q *query.Request, rows pgx.Rows, err error, sqlText string, args []any, hot, insertID bool) (pgx.Rows, bool, error) {
+	refusal := err
+	if err == nil {
+		for rows.Next() {
+		}
+		rows.Close()
+		refusal = rows.Err()
+	}
+	if !e.notNull.forgetBooleans(refusal) || !outsideTx(db) {
+		return rows, insertID, err
+	}
+	again, againID := e.mysqlSQL(ctx, db, q, numberedParams(q))
+	if len(q.Args) > 0 || hot {
+		again = cachedUnder(ctx, again)
+	}
+	if again == sqlText {
+		return rows, insertID, err
+	}
+	if len(q.Args) == 0 {
+		args[1] = e.argsFreeMode // not the hot path's cached statement: the text is another
+	}
+	rows, err = e.query(ctx, db, again, args)
+	return rows, againID, err
+}
+
+// mysqlSQL is a MySQL client's statement sqlText written for PostgreSQL, and whether its
+// insert id is read from its answer (mysqlinsertid.go).
+func (e *Engine) mysqlSQL(ctx context.Context, db querier, q *query.Request, sqlText string) (string, bool) {
+	notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) },
+		booleans:  func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) },
+		boolNames: func() []string { return e.notNull.boolColumnNames(ctx, db) },
+		generated: func(table string) string { return e.notNull.generated(ctx, db, table) }}
+	sqlText = mysqlText(sqlText, connSQLMode(db), notNull) // MySQL's functions, NULLs sorted, as MariaDB's
+	return mysqlInsertReturning(sqlText, notNull)
+}
+
 func (e *Engine) query(ctx context.Context, db querier, sqlText string, args []any) (pgx.Rows, error) {
 	sc := (*query.Statement)(nil)
 	if db == querier(e.pool) {
