@@ -65,6 +65,29 @@ func (s aiStatement) sql(t string) (string, []any) {
 	return "INSERT INTO " + t + " " + cols + " VALUES " + strings.Join(values, ", "), args
 }
 
+// checkSessions opens a session on MariaDB and one on the proxy's DuckDB for one rapid check:
+// each sequence in sessions of its own, since one that ended in an error left its
+// LAST_INSERT_ID() undefined. closeConns closes them without giving them back to the pool.
+func checkSessions(rt *rapid.T, ctx context.Context, maria, duck *sql.DB) (conns map[string]*sql.Conn, closeConns func()) {
+	conns = map[string]*sql.Conn{}
+	for name, db := range map[string]*sql.DB{"MariaDB": maria, "DuckDB": duck} {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			for _, opened := range conns {
+				opened.Close()
+			}
+			rt.Fatal(err)
+		}
+		conns[name] = c
+	}
+	return conns, func() {
+		for _, c := range conns {
+			_ = c.Raw(func(any) error { return driver.ErrBadConn }) // not back to the pool
+			c.Close()
+		}
+	}
+}
+
 // TestAutoIncrementLikeMariaDB: random sequences of INSERTs into a table with an
 // AUTO_INCREMENT column (explicit ids below, at and far above the counter, NULL, 0, DEFAULT,
 // the column left out; one row or several; as text or as a prepared statement's parameters)
@@ -79,20 +102,8 @@ func TestAutoIncrementLikeMariaDB(t *testing.T) {
 	ctx := context.Background()
 	tables := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		// Each sequence in sessions of its own: one that ended in an error left its
-		// LAST_INSERT_ID() undefined.
-		conns := map[string]*sql.Conn{}
-		for name, db := range map[string]*sql.DB{"MariaDB": maria, "DuckDB": duck} {
-			c, err := db.Conn(ctx)
-			if err != nil {
-				rt.Fatal(err)
-			}
-			defer func() {
-				_ = c.Raw(func(any) error { return driver.ErrBadConn }) // not back to the pool
-				c.Close()
-			}()
-			conns[name] = c
-		}
+		conns, closeConns := checkSessions(rt, ctx, maria, duck)
+		defer closeConns()
 		tables++
 		table := fmt.Sprintf("ai%d", tables)
 		create := "CREATE TABLE " + table + " (id INT NOT NULL AUTO_INCREMENT, v INT, PRIMARY KEY (id))"

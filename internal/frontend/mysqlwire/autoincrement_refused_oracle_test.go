@@ -3,7 +3,6 @@ package mysqlwire
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
@@ -34,18 +33,8 @@ func TestAutoIncrementOfRefusedRowsLikeMariaDB(t *testing.T) {
 	ctx := context.Background()
 	tables := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		conns := map[string]*sql.Conn{}
-		for name, db := range map[string]*sql.DB{"MariaDB": maria, "DuckDB": duck} {
-			c, err := db.Conn(ctx)
-			if err != nil {
-				rt.Fatal(err)
-			}
-			defer func() {
-				_ = c.Raw(func(any) error { return driver.ErrBadConn })
-				c.Close()
-			}()
-			conns[name] = c
-		}
+		conns, closeConns := checkSessions(rt, ctx, maria, duck)
+		defer closeConns()
 		tables++
 		table := fmt.Sprintf("air%d", tables)
 		create := "CREATE TABLE " + table + " (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, s VARCHAR(3) NOT NULL, u INT UNIQUE)"
