@@ -92,7 +92,7 @@ var statisticsSQL = `SELECT 'def'::text AS table_catalog, s.db AS table_schema, 
 // view's name as its alias when the statement gives none, so statistics.index_name still
 // reads it.
 func mysqlInformationSchema(sqlText string) string {
-	if !containsFold(sqlText, "statistics") || !containsFold(sqlText, "information_schema") {
+	if !sqltok.ContainsFold(sqlText, "statistics") || !sqltok.ContainsFold(sqlText, "information_schema") {
 		return sqlText
 	}
 	toks := sqltok.Tokenize(sqlText, sqltok.Postgres)
@@ -167,15 +167,4 @@ func aliased(toks []sqltok.Token, i int) bool {
 		return false
 	}
 	return true
-}
-
-// containsFold reports whether s contains the lower-case ASCII word w in any case, without
-// allocating.
-func containsFold(s, w string) bool {
-	for i := 0; i+len(w) <= len(s); i++ {
-		if s[i]|0x20 == w[0] && strings.EqualFold(s[i:i+len(w)], w) {
-			return true
-		}
-	}
-	return false
 }
