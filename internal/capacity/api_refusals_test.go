@@ -33,10 +33,6 @@ func TestRenewAndReleaseRefusalsAnswerOnceAndChangeNothing(t *testing.T) {
 			return 1, time.Minute, cluster == "c" || cluster == "old" || cluster == "secret"
 		}).
 		Served(func(holder, cluster string) bool { return cluster != "secret" })
-	serve := map[string]func(http.ResponseWriter, *http.Request, string){}
-	for _, ep := range api.Endpoints() {
-		serve[ep.Path] = ep.Serve
-	}
 	held, err := store.Acquire(t.Context(), "c", "w1", 1, time.Minute, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +75,7 @@ func TestRenewAndReleaseRefusalsAnswerOnceAndChangeNothing(t *testing.T) {
 	} {
 		before := testutil.ToFloat64(metrics.Refused.WithLabelValues(c.op, c.reason))
 		total := refusedTotal(t, reg)
-		req := httptest.NewRequest(http.MethodPost, c.path, strings.NewReader(c.body))
-		req.Header.Set("Content-Type", capacity.MediaJSON)
-		rec := httptest.NewRecorder()
-		serve[c.path](rec, req, c.caller)
+		rec := serveAs(api, c.path, c.caller, c.body)
 		body := rec.Body.Bytes()
 		var e workerapi.ErrorBody
 		dec := json.NewDecoder(bytes.NewReader(body))
@@ -119,25 +112,17 @@ func TestRenewBatchOfTheBoundIsServed(t *testing.T) {
 		leases = append(leases, capacity.LeaseRef{ID: fmt.Sprintf("c#%d", g), Generation: g})
 	}
 	body, _ := json.Marshal(capacity.RenewBatchRequest{Leases: leases, TTLMillis: 60000})
-	for _, ep := range api.Endpoints() {
-		if ep.Path != capacity.PathRenewBatch {
-			continue
-		}
-		req := httptest.NewRequest(http.MethodPost, ep.Path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", capacity.MediaJSON)
-		rec := httptest.NewRecorder()
-		ep.Serve(rec, req, "w1")
-		var resp capacity.RenewBatchResponse
-		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &resp) != nil || len(resp.Results) != len(leases) {
-			t.Fatalf("a batch of %d leases: %d %.300s, want 200 with a result for each", len(leases), rec.Code, rec.Body.String())
-		}
-		if r := resp.Results[0]; r.Lease == nil || r.Lease.ExpiresAt == held.ExpiresAt {
-			t.Errorf("the held lease's result %+v: not renewed", r)
-		}
-		for _, r := range resp.Results[1:] {
-			if r.Lease != nil || r.Status != http.StatusForbidden {
-				t.Fatalf("a lease never granted: %+v, want refused 403", r)
-			}
+	rec := serveAs(api, capacity.PathRenewBatch, "w1", string(body))
+	var resp capacity.RenewBatchResponse
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &resp) != nil || len(resp.Results) != len(leases) {
+		t.Fatalf("a batch of %d leases: %d %.300s, want 200 with a result for each", len(leases), rec.Code, rec.Body.String())
+	}
+	if r := resp.Results[0]; r.Lease == nil || r.Lease.ExpiresAt == held.ExpiresAt {
+		t.Errorf("the held lease's result %+v: not renewed", r)
+	}
+	for _, r := range resp.Results[1:] {
+		if r.Lease != nil || r.Status != http.StatusForbidden {
+			t.Fatalf("a lease never granted: %+v, want refused 403", r)
 		}
 	}
 }
@@ -170,19 +155,11 @@ func TestOrderedAcquireCarryingItsReleaseIsGranted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ep := range api.Endpoints() {
-		if ep.Path != capacity.PathAcquire {
-			continue
-		}
-		body := fmt.Sprintf(`{"cluster":"c","cap":1,"ttlMillis":60000,"release":[{"id":%q,"generation":%d}]}`, held.ID, held.Generation)
-		req := httptest.NewRequest(http.MethodPost, ep.Path, strings.NewReader(body))
-		req.Header.Set("Content-Type", capacity.MediaJSON)
-		rec := httptest.NewRecorder()
-		ep.Serve(rec, req, "w1")
-		var resp capacity.AcquireResponse
-		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &resp) != nil || !resp.Granted || resp.Lease == nil || resp.Lease.ID == held.ID {
-			t.Fatalf("an acquire carrying the release of the cluster's one lease: %d %s, want a new lease granted", rec.Code, rec.Body.String())
-		}
+	body := fmt.Sprintf(`{"cluster":"c","cap":1,"ttlMillis":60000,"release":[{"id":%q,"generation":%d}]}`, held.ID, held.Generation)
+	rec := serveAs(api, capacity.PathAcquire, "w1", body)
+	var resp capacity.AcquireResponse
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &resp) != nil || !resp.Granted || resp.Lease == nil || resp.Lease.ID == held.ID {
+		t.Fatalf("an acquire carrying the release of the cluster's one lease: %d %s, want a new lease granted", rec.Code, rec.Body.String())
 	}
 }
 
@@ -201,26 +178,33 @@ func TestRenewalTermsComeFromTheAuthority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ep := range api.Endpoints() {
-		if ep.Path != capacity.PathRenew && ep.Path != capacity.PathRenewBatch {
-			continue
-		}
+	for _, path := range []string{capacity.PathRenew, capacity.PathRenewBatch} {
 		for _, l := range []capacity.Lease{held, gone} {
 			body := fmt.Sprintf(`{"lease":{"id":%q,"generation":%d},"ttlMillis":3600000}`, l.ID, l.Generation)
-			if ep.Path == capacity.PathRenewBatch {
+			if path == capacity.PathRenewBatch {
 				body = fmt.Sprintf(`{"leases":[{"id":%q,"generation":%d}],"ttlMillis":3600000}`, l.ID, l.Generation)
 			}
-			req := httptest.NewRequest(http.MethodPost, ep.Path, strings.NewReader(body))
-			req.Header.Set("Content-Type", capacity.MediaJSON)
-			rec := httptest.NewRecorder()
-			ep.Serve(rec, req, "w1")
+			rec := serveAs(api, path, "w1", body)
 			got := rec.Body.String()
 			switch {
 			case l.ID == held.ID && (rec.Code != http.StatusOK || !strings.Contains(got, `"ttlMillis":10000`)):
-				t.Errorf("%s of %s for an hour: %d %s, want renewed for the configured 10 s", ep.Path, l.ID, rec.Code, got)
+				t.Errorf("%s of %s for an hour: %d %s, want renewed for the configured 10 s", path, l.ID, rec.Code, got)
 			case l.ID == gone.ID && (strings.Contains(got, `"lease":{`) || !strings.Contains(got, "no such cluster")):
-				t.Errorf("%s of %s, a cluster no longer configured: %d %s, want refused", ep.Path, l.ID, rec.Code, got)
+				t.Errorf("%s of %s, a cluster no longer configured: %d %s, want refused", path, l.ID, rec.Code, got)
 			}
 		}
 	}
+}
+
+// serveAs posts body to api's endpoint path as the authenticated caller.
+func serveAs(api *capacity.API, path, caller, body string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	for _, ep := range api.Endpoints() {
+		if ep.Path == path {
+			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+			req.Header.Set("Content-Type", capacity.MediaJSON)
+			ep.Serve(rec, req, caller)
+		}
+	}
+	return rec
 }
