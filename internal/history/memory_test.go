@@ -14,7 +14,8 @@ import (
 
 // Memory keeps its records in chunks (memChunk each), a ring once full. Against a model (one
 // slice, oldest first): random batches of inserts (duplicates of held and of forgotten ids
-// included) and prunes, on stores a few chunks large, must leave the same records in the same
+// included; through Insert, or one at a time through the stage as a standalone node's
+// records) and prunes, on stores a few chunks large, must leave the same records in the same
 // order, the index must find each at its slot, and Query must find them all. A ring that wrapped at the wrong slot, a chunk indexed
 // wrongly or a prune that lost the order would keep other records, or evict the wrong ones next.
 // The ids are spelled as the proxy makes them (16 lower-case hex digits, held as numbers) and
@@ -52,9 +53,26 @@ func TestMemoryKeepsWhatASliceWould(t *testing.T) {
 						model = model[1:]
 					}
 				}
-				got, err := m.Insert(ctx, recs)
-				if err != nil || got != want {
+				if rapid.Bool().Draw(rt, "oneAtATime") { // the standalone's direct writes: staged
+					for i := range recs {
+						m.insertOne(&recs[i])
+					}
+				} else if got, err := m.Insert(ctx, recs); err != nil || got != want {
 					rt.Fatalf("step %d: inserted %d (%v), want %d", step, got, err, want)
+				}
+			}
+			// Each reader must see the staged records first: the one to come first is drawn, or
+			// none, and the next step's prune or Insert comes first.
+			switch rapid.IntRange(0, 3).Draw(rt, "reader") {
+			case 3:
+				continue
+			case 0:
+				if p, err := m.Query(ctx, Filter{Limit: QueryLimitMax}); err != nil || len(p.Records) != min(len(model), QueryLimitMax) {
+					rt.Fatalf("step %d: Query found %d records (%v), want %d", step, len(p.Records), err, min(len(model), QueryLimitMax))
+				}
+			case 1:
+				if n, err := m.Prune(ctx, epoch); err != nil || n != 0 {
+					rt.Fatalf("step %d: a prune of nothing pruned %d (%v)", step, n, err)
 				}
 			}
 			if m.Len() != len(model) {

@@ -42,6 +42,7 @@ func RunRetention(ctx context.Context, e env.Env, p Pruner, keep func() time.Dur
 func (m *Memory) Prune(_ context.Context, cutoff time.Time) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.storeStaged()
 	kept := make([]Record, 0, m.n)
 	for i := range m.n {
 		at := (m.head + i) % m.n // oldest-inserted first, so the ring stays in order
