@@ -796,8 +796,9 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 		// are idleLeaseHold or longer), so that lease needs no wake-up.
 		next = now.Add(idleLeaseHold)
 	case now.Before(t.reaperAt):
-		// Run early (its loop runs every duty when another is woken): the run it planned
-		// still comes.
+		// A run before the one planned: woken again by a release while it ran (reaperAt was
+		// still zero then). The planned run still comes; sleeping until told instead would
+		// make the next release wake it again, and so on, each statement.
 		next = t.reaperAt
 	}
 	t.retaken = false
