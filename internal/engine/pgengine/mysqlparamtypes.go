@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +80,66 @@ func indeterminateParam(ctx context.Context, pc *pgconn.PgConn, sqlText string, 
 		}
 	}
 	return 0
+}
+
+// booleanParams are args with each integer the statement sqlText's description types boolean
+// written as its truth value (0 false, any other true, as MariaDB's TINYINT(1) holds it); ok
+// is false when err is not pgx's refusal to encode a value or no such parameter is found.
+// MySQL has no boolean: its clients send one as a TINY 1 or 0 (mysql2's true and false in a
+// prepared statement's parameters), which pgx cannot encode for PostgreSQL's boolean (1105 to
+// the client). The refusal is pgx's own, before anything reached PostgreSQL, so this is also
+// done inside a transaction.
+func booleanParams(ctx context.Context, db querier, sqlText string, args []any, err error) ([]any, bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) || ctx.Err() != nil {
+		return nil, false
+	}
+	var truths []any
+	_ = withConn(ctx, db, func(c *pgx.Conn) error {
+		sd, err := c.PgConn().Prepare(ctx, "", sqlText, nil)
+		if err != nil || len(sd.ParamOIDs) != len(args) {
+			return err
+		}
+		for i, oid := range sd.ParamOIDs {
+			n, isInt := integerValue(args[i])
+			if oid != pgtype.BoolOID || !isInt {
+				continue
+			}
+			if truths == nil {
+				truths = slices.Clone(args)
+			}
+			truths[i] = n != 0
+		}
+		return nil
+	})
+	return truths, truths != nil
+}
+
+// integerValue is v when it is an integer, as its comparison with 0 reads it.
+func integerValue(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return v, true
+	case int32:
+		return int64(v), true
+	case int16:
+		return int64(v), true
+	case int8:
+		return int64(v), true
+	case int:
+		return int64(v), true
+	case uint64:
+		return int64(min(v, 1)), true
+	case uint32:
+		return int64(v), true
+	case uint16:
+		return int64(v), true
+	case uint8:
+		return int64(v), true
+	case uint:
+		return int64(min(v, 1)), true
+	}
+	return 0, false
 }
 
 // paramAlone is sqlText with parameter n renumbered $1 and every other one NULL; ok is false
