@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,45 +102,29 @@ func booleanParams(ctx context.Context, db querier, sqlText string, args []any, 
 			return err
 		}
 		for i, oid := range sd.ParamOIDs {
-			n, isInt := integerValue(args[i])
+			truth, isInt := integerTruth(args[i])
 			if oid != pgtype.BoolOID || !isInt {
 				continue
 			}
 			if truths == nil {
 				truths = slices.Clone(args)
 			}
-			truths[i] = n != 0
+			truths[i] = truth
 		}
 		return nil
 	})
 	return truths, truths != nil
 }
 
-// integerValue is v when it is an integer, as its comparison with 0 reads it.
-func integerValue(v any) (int64, bool) {
-	switch v := v.(type) {
-	case int64:
-		return v, true
-	case int32:
-		return int64(v), true
-	case int16:
-		return int64(v), true
-	case int8:
-		return int64(v), true
-	case int:
-		return int64(v), true
-	case uint64:
-		return int64(min(v, 1)), true
-	case uint32:
-		return int64(v), true
-	case uint16:
-		return int64(v), true
-	case uint8:
-		return int64(v), true
-	case uint:
-		return int64(min(v, 1)), true
+// integerTruth is v's truth value when v is an integer (not 0).
+func integerTruth(v any) (truth, ok bool) {
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int() != 0, true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return rv.Uint() != 0, true
 	}
-	return 0, false
+	return false, false
 }
 
 // paramAlone is sqlText with parameter n renumbered $1 and every other one NULL; ok is false
