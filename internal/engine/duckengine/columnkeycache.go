@@ -182,6 +182,7 @@ type watchedConn struct {
 	keys *columnKeysCache
 	// changed: a text that may change the catalog ran since the last end of a transaction.
 	changed bool
+	kept    keptPrepared // keptprepared.go
 }
 
 // around runs f, counted when sqlText may change the catalog or ends a transaction that did.
@@ -236,6 +237,7 @@ func (c *watchedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 
 // Close counts a transaction left open that ran DDL: DuckDB rolls it back.
 func (c *watchedConn) Close() error {
+	c.kept.drop() // a statement outliving its connection would be freed after it
 	if c.changed {
 		c.keys.changing()
 		defer c.keys.changing()
