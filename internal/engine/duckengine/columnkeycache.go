@@ -187,6 +187,11 @@ type watchedConn struct {
 
 // around runs f, counted when sqlText may change the catalog or ends a transaction that did.
 func (c *watchedConn) around(sqlText string, f func()) {
+	// Anything but a SELECT run in between may change what the kept statement binds to without
+	// DuckDB binding it again (a SET VARIABLE: getvariable is read when a statement is bound).
+	if !onlySelects(sqlText) {
+		c.kept.drop()
+	}
 	if seen := c.keys.seen.Load(); seen != nil {
 		(*seen)(sqlText)
 	}
@@ -228,6 +233,7 @@ func (c *watchedConn) Begin() (driver.Tx, error) {
 }
 
 func (c *watchedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	c.kept.drop()
 	tx, err := c.Conn.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err

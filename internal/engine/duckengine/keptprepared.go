@@ -7,7 +7,10 @@ import (
 // keptPrepared is the statement a connection last prepared to read what DuckDB says of it (prepare),
 // kept open so that running the same text next does not bind and plan it again: planning is most
 // of a catalog query's cost (the pg_catalog views), and every query was planned twice, once to
-// read its kind and parameters and once to run.
+// read its kind and parameters and once to run. Anything but a SELECT the connection runs or
+// prepares in between drops it (watchedConn.around): DuckDB binds a kept statement again when
+// the catalog changed, but not when a variable did (getvariable is read at binding); the reads
+// in between (the result's column names, json_serialize_sql) are SELECTs.
 type keptPrepared struct {
 	sqlText string
 	st      *duckdb.Stmt
@@ -51,4 +54,13 @@ func takePrepared(dc any, sqlText string) *duckdb.Stmt {
 		return wc.kept.take(sqlText)
 	}
 	return nil
+}
+
+// onlySelects reports whether sqlText is one SELECT: it sets no variable and changes no catalog.
+func onlySelects(sqlText string) bool {
+	if !oneStatement(sqlText) {
+		return false
+	}
+	first, _ := firstWords(sqlText)
+	return first == "select"
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // A query's run takes the statement its prepare kept on the connection instead of planning it
-// again, never one kept for another text, and DuckDB binds the kept one again when the catalog
-// changed in between.
+// again, never one kept for another text, nor one kept before the connection ran anything but a
+// SELECT: a SET VARIABLE in between is read (DuckDB reads getvariable when it binds, and binds a
+// prepared statement again only for a catalog change), and so is an ADD COLUMN.
 func TestAQueryRunsTheStatementItsPrepareKept(t *testing.T) {
 	qe, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
 	if err != nil {
@@ -62,9 +63,37 @@ func TestAQueryRunsTheStatementItsPrepareKept(t *testing.T) {
 	if got := kept(); got != "" {
 		t.Errorf("the run of the kept text left it kept (%q): it planned the text again", got)
 	}
+	if _, err := prepare(conn, "SELECT 3 AS x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT 4").Scan(new(int)); err != nil {
+		t.Fatal(err)
+	}
+	if got := kept(); got != "SELECT 3 AS x" {
+		t.Errorf("a SELECT run in between left %q kept, want SELECT 3 AS x", got)
+	}
 	if got := run("SELECT 1 AS x", "SELECT 2 AS x"); len(got) != 1 || got[0] != "x=2" {
 		t.Errorf("SELECT 2 answered %v after SELECT 1 was kept, want [x=2]", got)
 	}
+	if _, err := conn.ExecContext(ctx, "SET VARIABLE kept_v = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepare(conn, "SELECT getvariable('kept_v') AS v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "SET VARIABLE kept_v = 2"); err != nil {
+		t.Fatal(err)
+	}
+	vrows, ok, err := streamSelect(ctx, conn, "SELECT getvariable('kept_v') AS v", nil, duckdb.STATEMENT_TYPE_SELECT, nil, nil, nil, nil, func() {})
+	if !ok || err != nil {
+		t.Fatalf("streamed %v, %v", ok, err)
+	}
+	if b, err := vrows.Next(ctx); err != nil {
+		t.Fatal(err)
+	} else if got := b.Column(0).ValueStr(0); got != "2" {
+		t.Errorf("getvariable after SET VARIABLE kept_v = 2 answered %s, want 2", got)
+	}
+	vrows.Close()
 	if _, err := conn.ExecContext(ctx, "CREATE TABLE kept_t (a INTEGER)"); err != nil {
 		t.Fatal(err)
 	}
