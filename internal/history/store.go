@@ -145,7 +145,19 @@ type Memory struct {
 	n      int
 	head   int     // slot of the oldest record once n == max
 	ids    idIndex // QueryIDs held, to their slots (whose Worker owns the id)
+	// stage holds the records insertOne took and has not stored yet, in order (at most
+	// stageMax): stored together, their index probes miss the cache side by side (warm) where
+	// one record's probes wait for their misses alone. Every reader stores them first.
+	stage []Record
+	sink  uint64 // what warm loaded, so that its loads are not dropped
+	// recent are the last names namesOf made, which records with the same ones share: the
+	// next one replaced is recent[nextRecent].
+	recent     [recentNames]*names
+	nextRecent int
 }
+
+// stageMax is how many records insertOne stages before it stores them.
+const stageMax = 32
 
 // idIndex maps query ids to slots. An id of 16 lower-case hex digits (every id the proxy makes)
 // is kept as the 64-bit number it spells, in an idTable: a full standalone store adds one id
@@ -253,53 +265,161 @@ func NewMemory(maxRecords int) *Memory {
 	return &Memory{max: maxRecords, ids: newIDIndex()}
 }
 
-// held is a slot: a record and its id as the index keeps it, so that the record it gives way
-// to (a full store's every insert) does not read its id's digits again to forget it.
+// held is a slot: a record as the store keeps it, in 136 bytes where a Record takes 312. The
+// fields most records share with others (names) are held once for them all, the times as
+// microseconds (the canonical precision), an id of 16 hex digits (every id the proxy makes) as
+// its number alone, which the index keys it by too: a record that gives way to the next (a
+// full store's every insert) is forgotten without its id's digits read again. A standalone
+// daemon's 100,000 records took 33 MB, faulted in page by page on the query path as it filled,
+// and each record written was five cache lines.
 type held struct {
-	Record
-	h   uint64
-	hex bool
+	id                           string // the QueryID, "" when hex (h spells it)
+	names                        *names
+	sql, digest, err             string
+	queueMs, execMs, rows, bytes int64
+	started, ended               int64 // Unix microseconds
+	h                            uint64
+	hex                          bool
 }
 
-// slot is the record in slot i (< n, or n when append makes room for it).
-func (m *Memory) slot(i int) *Record { return &m.chunks[i/memChunk][i%memChunk].Record }
+// names are the fields of a record that most records share with others: the node, user,
+// protocol, group, cluster, outcome and routing of a workload's statements.
+type names struct {
+	worker, user, protocol, group, cluster string
+	status                                 Status
+	errorCode                              string
+	trace                                  []string // nil when empty (canonical)
+	cacheHit                               bool
+}
+
+// recentNames is how many names a Memory remembers to share (namesOf).
+const recentNames = 4
+
+// namesOf is r's names: one of the recent ones when r's are those, else new ones (m.mu held).
+// Only records with equal names share them, so the texts a record held are the ones it keeps.
+func (m *Memory) namesOf(r *Record) *names {
+	for _, n := range m.recent {
+		if n != nil && n.worker == r.Worker && n.user == r.User && n.protocol == r.Protocol &&
+			n.group == r.Group && n.cluster == r.Cluster && n.status == r.Status &&
+			n.errorCode == r.ErrorCode && n.cacheHit == r.CacheHit && sameTrace(n.trace, r.RoutingTrace) {
+			return n
+		}
+	}
+	n := &names{worker: r.Worker, user: r.User, protocol: r.Protocol, group: r.Group, cluster: r.Cluster,
+		status: r.Status, errorCode: r.ErrorCode, trace: r.RoutingTrace, cacheHit: r.CacheHit}
+	if len(n.trace) == 0 {
+		n.trace = nil
+	}
+	m.recent[m.nextRecent] = n
+	m.nextRecent = (m.nextRecent + 1) % recentNames
+	return n
+}
+
+// sameTrace reports whether a and b hold the same steps: at once when they are one slice (the
+// uplink's memoized traces), else step by step.
+func sameTrace(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// heldAt is slot i (< n, or n when append makes room for it).
+func (m *Memory) heldAt(i int) *held { return &m.chunks[i/memChunk][i%memChunk] }
+
+// slot is the record in slot i.
+func (m *Memory) slot(i int) Record { return m.heldAt(i).record() }
+
+// record is the Record s holds, in its canonical form.
+func (s *held) record() Record {
+	n := s.names
+	id := s.id
+	if s.hex {
+		id = hexString(s.h)
+	}
+	return Record{
+		QueryID: id, Worker: n.worker, User: n.user, Protocol: n.protocol, Group: n.group, Cluster: n.cluster,
+		SQL: s.sql, SQLDigest: s.digest, Status: n.status, ErrorCode: n.errorCode, Error: s.err,
+		QueueMs: s.queueMs, ExecMs: s.execMs, Rows: s.rows, Bytes: s.bytes, CacheHit: n.cacheHit,
+		RoutingTrace: n.trace, StartedAt: fromMicros(s.started), EndedAt: fromMicros(s.ended),
+	}
+}
+
+// fromMicros is the canonical time (utcMicros) of Unix microseconds us.
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// hexString spells h as hexID reads it: 16 lower-case hex digits.
+func hexString(h uint64) string {
+	var b [16]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = "0123456789abcdef"[h&15]
+		h >>= 4
+	}
+	return string(b[:])
+}
 
 // keyAt is the index's key of the record in slot i.
 func (m *Memory) keyAt(i int) idKey {
-	s := &m.chunks[i/memChunk][i%memChunk]
-	return idKey{id: s.QueryID, h: s.h, hex: s.hex}
+	s := m.heldAt(i)
+	return idKey{id: s.id, h: s.h, hex: s.hex}
 }
 
-// put makes slot i r's canonical form, under key k.
+// put makes slot i hold r's canonical form, under key k.
 func (m *Memory) put(i int, r *Record, k idKey) {
-	s := &m.chunks[i/memChunk][i%memChunk]
-	s.Record, s.h, s.hex = *r, k.h, k.hex
-	s.canonicalize()
+	id := r.QueryID
+	if k.hex {
+		id = ""
+	}
+	*m.heldAt(i) = held{
+		id: id, names: m.namesOf(r), sql: r.SQL, digest: r.SQLDigest, err: r.Error,
+		queueMs: r.QueueMs, execMs: r.ExecMs, rows: r.Rows, bytes: r.Bytes,
+		started: r.StartedAt.UnixMicro(), ended: r.EndedAt.UnixMicro(), h: k.h, hex: k.hex,
+	}
 }
 
 // append puts r's canonical form in the next free slot (n < max), making its chunk when it is
 // the first.
 func (m *Memory) append(r *Record, k idKey) {
+	m.grow()
+	m.put(m.n, r, k)
+	m.n++
+}
+
+// grow makes slot n's chunk when n is the first of one.
+func (m *Memory) grow() {
 	if m.n%memChunk == 0 {
 		m.chunks = append(m.chunks, make([]held, min(memChunk, m.max-m.n)))
 	}
-	m.put(m.n, r, k)
-	m.n++
 }
 
 // Insert implements Store.
 func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.storeStaged()
 	inserted := 0
 	var foreign []string
-	for i := range recs {
-		switch m.insertLocked(&recs[i]) {
-		case stored:
-			inserted++
-		case foreignID:
-			foreign = append(foreign, recs[i].QueryID)
+	var keys [stageMax]idKey
+	for len(recs) > 0 {
+		part := recs[:min(len(recs), stageMax)]
+		m.warm(part, keys[:len(part)])
+		for i := range part {
+			switch m.insertLocked(&part[i], keys[i]) {
+			case stored:
+				inserted++
+			case foreignID:
+				foreign = append(foreign, part[i].QueryID)
+			}
 		}
+		recs = recs[len(part):]
 	}
 	m.checkIDs()
 	return inserted, foreignErr(foreign)
@@ -307,11 +427,66 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 
 // insertOne is Insert of the one record r, from a writer that does not care whether it was
 // new (Uplink's direct writes: a record held already, under this worker or another, is
-// settled as NewLocalSender settles it). The index's count is checked by Insert, per batch.
+// settled as NewLocalSender settles it). It copies r into the stage, and stores the stage
+// when that is full; the index's count is checked by Insert, per batch.
 func (m *Memory) insertOne(r *Record) {
 	m.mu.Lock()
-	m.insertLocked(r)
+	if m.stage == nil {
+		m.stage = make([]Record, 0, stageMax)
+	}
+	m.stage = append(m.stage, *r)
+	if len(m.stage) == stageMax {
+		m.storeStaged()
+	}
 	m.mu.Unlock()
+}
+
+// storeStaged stores the staged records, in the order insertOne took them (m.mu held).
+func (m *Memory) storeStaged() {
+	if len(m.stage) == 0 {
+		return
+	}
+	var keys [stageMax]idKey
+	m.warm(m.stage, keys[:len(m.stage)])
+	for i := range m.stage {
+		m.insertLocked(&m.stage[i], keys[i])
+	}
+	clear(m.stage) // holds no record's texts once stored
+	m.stage = m.stage[:0]
+}
+
+// warm sets keys to recs' ids as the index keeps them, and loads the hex table's entries where
+// their probes start, and those of the ids the next len(recs) inserts evict from a full store:
+// loads that depend on nothing, which the CPU runs side by side, so that the inserts then find
+// those entries cached (each probe of a table of 100,000 ids misses the cache otherwise, two
+// misses a record: ~2 % of a passthrough daemon's CPU, perf). m.mu held.
+func (m *Memory) warm(recs []Record, keys []idKey) {
+	t := m.ids.hex
+	var at [2 * stageMax]int // the entries to load: computed first, so the loads' loop is short
+	n := 0
+	for i := range recs {
+		keys[i] = keyOf(recs[i].QueryID)
+		if keys[i].hex {
+			at[n] = t.home(keys[i].h)
+			n++
+		}
+	}
+	if m.n == m.max {
+		for i := range recs {
+			if s := m.heldAt((m.head + i) % m.max); s.hex {
+				at[n] = t.home(s.h)
+				n++
+			}
+		}
+	}
+	// Each entry's line and the next: a probe or a del's shift goes on past an entry ending
+	// its line (four to a line) a quarter of the time.
+	var sink uint64
+	mask := len(t.entries) - 1
+	for _, i := range at[:n] {
+		sink += t.entries[i].key + t.entries[(i+4)&mask].key
+	}
+	m.sink = sink
 }
 
 // insertion is what insertLocked did with a record.
@@ -323,11 +498,11 @@ const (
 	foreignID           // held under another worker: refused
 )
 
-// insertLocked stores *r in the next slot unless its id is held (m.mu held).
-func (m *Memory) insertLocked(r *Record) insertion {
+// insertLocked stores *r, whose id the index keeps as k, in the next slot unless its id is
+// held (m.mu held).
+func (m *Memory) insertLocked(r *Record, k idKey) insertion {
 	// The index's calls made here, not through idIndex's: a call each way is ~40 instructions
 	// of the ~250 a record's id costs (callgrind, BenchmarkMemoryInsertOneHexFull).
-	k := keyOf(r.QueryID) // read once for the lookup and the insert
 	var slot int32
 	var held bool
 	var at idSpot // where k goes in the hex table: one probe finds it and whether k is held
@@ -337,7 +512,7 @@ func (m *Memory) insertLocked(r *Record) insertion {
 		slot, held = m.ids.other[k.id]
 	}
 	if held {
-		if m.slot(int(slot)).Worker != r.Worker {
+		if m.heldAt(int(slot)).names.worker != r.Worker {
 			return foreignID
 		}
 		return heldID
@@ -383,11 +558,12 @@ func (m *Memory) Query(_ context.Context, f Filter) (Page, error) {
 	// Postgres holds microseconds: compare at that precision so both stores answer alike.
 	f.Since, f.Until = f.Since.Truncate(time.Microsecond), f.Until.Truncate(time.Microsecond)
 	m.mu.Lock()
+	m.storeStaged()
 	var hits []Record
 	for i := range m.n {
 		r := m.slot(i)
-		if f.Matches(*r) && (cur == nil || newer(Record{StartedAt: cur.StartedAt, QueryID: cur.QueryID}, *r)) {
-			hits = append(hits, *r)
+		if f.Matches(r) && (cur == nil || newer(Record{StartedAt: cur.StartedAt, QueryID: cur.QueryID}, r)) {
+			hits = append(hits, r)
 		}
 	}
 	m.mu.Unlock()
@@ -399,6 +575,7 @@ func (m *Memory) Query(_ context.Context, f Filter) (Page, error) {
 func (m *Memory) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.storeStaged()
 	return m.n
 }
 

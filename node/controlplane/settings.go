@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +40,28 @@ type Config struct {
 	AllowShortTimeouts bool
 	// Metrics, if set, receives the control plane's collectors.
 	Metrics prometheus.Registerer
+}
+
+// Format prints c with the worker secret and the admin token hidden, whatever the verb: a
+// Config carried into a log line, an error or a panic must not hand them to whoever reads it.
+func (c Config) Format(f fmt.State, verb rune) {
+	type plain Config // without the method
+	fmt.Fprintf(f, fmt.FormatString(f, verb), plain(c.hidden()))
+}
+
+// LogValue is c with its secrets hidden, for slog's handlers (the JSON one reads fields, not Format).
+func (c Config) LogValue() slog.Value {
+	return slog.StringValue(fmt.Sprintf("%+v", c))
+}
+
+// hidden is c with each secret set replaced by a mark that says it was set.
+func (c Config) hidden() Config {
+	for _, s := range []*string{&c.WorkerSecret, &c.AdminToken} {
+		if *s != "" {
+			*s = "[hidden]"
+		}
+	}
+	return c
 }
 
 // Production minimums: shorter values make a healthy fleet flap under ordinary GC or network jitter.

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -98,11 +99,20 @@ func columns(recs []history.Record) []any {
 	)
 	for i, r := range recs {
 		r = r.Canonical()
-		id[i], worker[i], user[i], proto[i], group[i], cluster[i] = r.QueryID, r.Worker, r.User, r.Protocol, r.Group, r.Cluster
-		sqlText[i], digest[i], status[i], code[i], errText[i] = pgText(r.SQL), r.SQLDigest, string(r.Status), r.ErrorCode, pgText(r.Error)
+		// Every text a worker sends, not only the statement's: one NUL would fail the whole
+		// chunk, answered as the store's failure (503) and retried with the batch's good records.
+		id[i], worker[i], user[i], proto[i], group[i], cluster[i] = pgText(r.QueryID), pgText(r.Worker), pgText(r.User), pgText(r.Protocol), pgText(r.Group), pgText(r.Cluster)
+		sqlText[i], digest[i], status[i], code[i], errText[i] = pgText(r.SQL), pgText(r.SQLDigest), string(r.Status), pgText(r.ErrorCode), pgText(r.Error)
 		queue[i], exec[i], rows[i], bytes[i], cache[i] = r.QueueMs, r.ExecMs, r.Rows, r.Bytes, r.CacheHit
 		if r.RoutingTrace != nil {
-			data, err := json.Marshal(r.RoutingTrace)
+			steps := r.RoutingTrace
+			if slices.ContainsFunc(steps, func(s string) bool { return strings.IndexByte(s, 0) >= 0 }) {
+				steps = make([]string, len(r.RoutingTrace)) // jsonb refuses \u0000 too
+				for j, s := range r.RoutingTrace {
+					steps[j] = pgText(s)
+				}
+			}
+			data, err := json.Marshal(steps)
 			if err != nil {
 				panic(fmt.Sprintf("pghistory: encoding a routing trace: %v", err)) // []string always encodes
 			}
