@@ -28,12 +28,13 @@
 # and the npm trino-client are (they drop a POST answer's rows): QUEUED, then a GET.
 #
 # The machine is shared and its timings drift, so the targets are measured in ROUNDS interleaved
-# rounds (every target once per round) and each figure is the median over the rounds. The two
-# throughput goals (passthrough against PgBouncer, MySQL passthrough against MariaDB direct) read
-# pairs: the goal's two rows run back to back in every round, in an order that turns round every
-# second round, and GOAL_ROUNDS more runs of the pair alone follow the rounds; the goal line is
-# the median of the per-round ratios (each printed, with each round's CPU per query of both), as
-# a round's load moves both rows of its pair alike.
+# rounds (every target once per round) and each figure is the median over the rounds. The
+# throughput goals (passthrough against PgBouncer, the worker against passthrough, MySQL
+# passthrough against MariaDB direct) read pairs: the goal's rows run back to back in every
+# round, in an order that turns round every second round, and GOAL_ROUNDS more runs of them alone
+# follow the rounds; the goal line is the median of the per-round ratios (each printed, with each
+# round's CPU per query of both), as a round's load moves both rows of its pair alike. The
+# worker's latency goal reads the same rounds' differences of p50 (worker less passthrough).
 #
 # Environment: ROOT (the checkout to build; default: this script's), ROUNDS (3), GOAL_ROUNDS (ROUNDS), LAT_SECS (3), TPS_SECS (6), CLIENTS (8), KEEP_TMP=1 keeps the temp dir,
 # BASE_QF (another queryflux binary, such as main's before a change: its standalone passthrough
@@ -298,9 +299,9 @@ tps() { # port, pids... -> "TPS cpu_us_per_query client engine machine" of pgben
 median() { printf '%s\n' "$@" | { grep -E '^[0-9]+$' || true; } | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 
 declare -A LAT TPS CPU P50S P99S TPSS CPUS SPLITS
-# passthrough right after pgbouncer: the goal compares them, and the machine's load drifts
-# between rows of a round.
-TARGETS=(direct pgbouncer passthrough haproxy go-relay loop-relay pass-session pass-nospin arrow worker)
+# passthrough between pgbouncer and worker: the goals compare it with each, and the machine's
+# load drifts between rows of a round.
+TARGETS=(direct pgbouncer passthrough worker haproxy go-relay loop-relay pass-session pass-nospin arrow)
 declare -A PORT=([direct]=5432 [pgbouncer]=$BOUNCER [haproxy]=$HAPROXY [go-relay]=$RELAY [loop-relay]=$LOOP_RELAY [passthrough]=$PG_passthrough
 	[pass-session]=$PG_pass_session [pass-nospin]=$PG_pass_nospin [arrow]=$PG_arrow [worker]=$PG_worker)
 if [ "$URING_OK" = 1 ]; then TARGETS+=(uring-relay loop-ring); PORT[uring-relay]=$URING_RELAY PORT[loop-ring]=$LOOP_RING; fi
@@ -316,10 +317,13 @@ swapped() {
 		case $t in "$x") echo "$y" ;; "$y") echo "$x" ;; *) echo "$t" ;; esac
 	done
 }
+# The goals' rows, passthrough between the two it is compared with: every second round they run
+# reversed (worker, passthrough, pgbouncer), so that each pair turns round each round.
+GOAL_PG=(pgbouncer passthrough worker)
 for round in $(seq 1 "$ROUNDS"); do
 	ORDER=("${TARGETS[@]}")
 	# shellcheck disable=SC2207 # one target a line
-	[ $((round % 2)) = 0 ] && ORDER=($(swapped pgbouncer passthrough "${TARGETS[@]}"))
+	[ $((round % 2)) = 0 ] && ORDER=($(swapped pgbouncer worker "${TARGETS[@]}"))
 	for t in "${ORDER[@]}"; do
 		log "postgres round $round/$ROUNDS: $t (port ${PORT[$t]})"
 		read -r p50 p99 <<<"$(latency "${PORT[$t]}")"
@@ -332,15 +336,22 @@ for round in $(seq 1 "$ROUNDS"); do
 		TPSS[$t]+="$q "; CPUS[$t]+="$cpu "; SPLITS[$t]+="$q/$cpu/$cc/$ec/$mc "
 	done
 done
-# The goal's pair once more, alone: GOAL_ROUNDS throughput runs of each, back to back, the first
-# of the two alternating. With the rounds above they make the paired ratios the goal line reads.
-declare -A GTPS GCPU
-for t in pgbouncer passthrough; do GTPS[$t]=${TPSS[$t]} GCPU[$t]=${CPUS[$t]}; done
+# The goals' rows once more, alone: GOAL_ROUNDS runs of each, back to back, in the order of the
+# rounds above (reversed every second one). With those rounds they make the paired figures the
+# goal lines read: throughput for all three, and the latency of passthrough and worker (whose
+# goal is on added p50) run just before their throughput.
+declare -A GTPS GCPU GP50
+for t in "${GOAL_PG[@]}"; do GTPS[$t]=${TPSS[$t]} GCPU[$t]=${CPUS[$t]} GP50[$t]=${P50S[$t]}; done
 for round in $(seq 1 "$GOAL_ROUNDS"); do
-	pair=(pgbouncer passthrough) # as the rounds above: pgbouncer first in odd ones
-	[ $(((ROUNDS + round) % 2)) = 0 ] && pair=(passthrough pgbouncer)
-	for t in "${pair[@]}"; do
+	ORDER=("${GOAL_PG[@]}")
+	# shellcheck disable=SC2207 # one target a line
+	[ $(((ROUNDS + round) % 2)) = 0 ] && ORDER=($(swapped pgbouncer worker "${GOAL_PG[@]}"))
+	for t in "${ORDER[@]}"; do
 		log "postgres goal round $round/$GOAL_ROUNDS: $t"
+		if [ "$t" != pgbouncer ]; then
+			read -r p50 _ <<<"$(latency "${PORT[$t]}")"
+			GP50[$t]+="$p50 "
+		fi
 		# shellcheck disable=SC2086 # the target's pids, one word each
 		read -r q cpu _ <<<"$(tps "${PORT[$t]}" ${PROC[$t]:-})"
 		GTPS[$t]+="$q "; GCPU[$t]+="$cpu "
@@ -692,8 +703,25 @@ paired() { # label, row a, row b (GTPS keys), goal ratio -> the goal line and it
 paired "postgres passthrough tps >= pgbouncer's" passthrough pgbouncer 1.00
 echo "    (medians of the table's rows: passthrough ${TPS[passthrough]} vs pgbouncer ${TPS[pgbouncer]}: $(ratio "${TPS[pgbouncer]}" "${TPS[passthrough]}"))"
 goal "postgres passthrough added p50 ${pt} us <= 2 x pgbouncer's ${pb} us + 10" "$pt <= 2 * $pb + 10" "$pt" "$pb"
-goal "worker added p50 ${wk} us <= passthrough's ${pt} us + 5" "$wk <= $pt + 5" "$wk" "$pt"
-goal "worker tps ${TPS[worker]} >= 0.95 x passthrough's ${TPS[passthrough]}" "${TPS[worker]} >= 0.95 * ${TPS[passthrough]}" "${TPS[worker]}" "${TPS[passthrough]}"
+# The worker's goals read pairs as the PgBouncer goal does: each round's worker p50 less the
+# passthrough's (direct's p50, measured once a round, cancels out of the difference), and each
+# round's tps ratio, their medians against the goal.
+diffs() { # "a1 a2 ..." "b1 b2 ..." -> "a1-b1 a2-b2 ..." ("-" where either is no number)
+	awk -v a="$1" -v b="$2" 'BEGIN{n = split(a, x, " "); split(b, y, " ")
+		for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? " " : ""), (x[i] ~ /^[0-9]+$/ && y[i] ~ /^[0-9]+$/ ? x[i] - y[i] : "-"); print ""}'
+}
+dmedian() { # integers (or "-") -> their median, the middle two's mean for an even count ("-" without any)
+	printf '%s\n' "$@" | { grep -E '^-?[0-9]+$' || true; } | sort -g |
+		awk '{a[NR] = $1} END {if (!NR) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2}'
+}
+wd=$(diffs "${GP50[worker]:-}" "${GP50[passthrough]:-}")
+# shellcheck disable=SC2086 # the differences, a word each
+wdm=$(dmedian $wd)
+goal "worker added p50 <= passthrough's + 5 us: median of $(printf '%s\n' $wd | grep -cE '^-?[0-9]+$') paired differences $wdm us <= 5" "$wdm <= 5" "${wdm/./}"
+echo "    per round (p50 worker - passthrough, us): $wd; p50s worker: ${GP50[worker]:-}; passthrough: ${GP50[passthrough]:-}"
+echo "    (medians of the table's rows: worker added p50 ${wk} us, passthrough's ${pt} us)"
+paired "worker tps >= 0.95 x passthrough's" worker passthrough 0.95
+echo "    (medians of the table's rows: worker ${TPS[worker]} vs passthrough ${TPS[passthrough]}: $(ratio "${TPS[passthrough]}" "${TPS[worker]}"))"
 # A daemon that spins before it sleeps can answer sooner than the engine alone (a wake-up saved,
 # not work): its added p50 may be below zero. The rows that never spin say what the relay adds.
 echo "  without the spinning wait (pass-nospin): postgres added p50 $(added "${LAT[direct]}" "${LAT[pass-nospin]}") us (pgbouncer ${pb}); mysql $(added "${MLAT[direct]:-}" "${MLAT[pass-nospin]:-}") us"

@@ -21,7 +21,8 @@
 # those events too, such as io_uring's tracepoints). Every mode also
 # prints the target's context switches per statement (all its threads, voluntary/involuntary), its
 # minor page faults per statement (a fresh daemon's history store faults its pages in as it fills),
-# the machine's, and for a daemon its allocations per statement (go_memstats_mallocs_total).
+# the machine's, and for a daemon its allocations per statement (go_memstats_mallocs_total), and
+# the target's resident memory (VmRSS) idle, a second after it listens, and after the run.
 set -euo pipefail
 BIN=$1 SECS=$2 MODE=${3:-plain} OUT=${OUT:-/tmp/myprobe} C=${C:-8} QUERY=${QUERY:-SELECT 1}
 freeport() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -76,6 +77,9 @@ trap '[ -n "$PID" ] && kill $PID 2>/dev/null; rm -rf "$TMP"' EXIT
 if [ -n "$PID" ]; then
 	for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/$MY) 2>/dev/null && break; sleep 0.1; done
 fi
+rss() { if [ -n "$1" ]; then awk '/^RssAnon/{a=$2} /^RssFile/{f=$2} END{print a+f "(anon:" a ",file:" f ")"}' /proc/$1/status; else echo 0; fi; }
+sleep 1 # the daemon's start settled
+rss0=$(rss "$PID")
 if [ "${WARM:-3}" -gt 0 ]; then "$TMP/benchclient" -dsn "$DSN" -query "$QUERY" -c "$C" -d "${WARM:-3}s" >/dev/null; fi
 ticks() { if [ -n "$1" ]; then awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/$1/stat; else echo 0; fi; }
 minflt() { if [ -n "$1" ]; then awk '{sub(/.*\) /, ""); print $8}' /proc/$1/stat; else echo 0; fi; }
@@ -102,12 +106,14 @@ t1=$(ticks "$PID")
 read -r tv1 tn1 < <(tswitches "$PID")
 ms1=$(mswitches) m1=$(mallocs)
 f1=$(minflt "$PID")
+rss1=$(rss "$PID")
 [ "$MODE" = allocs ] && curl -s -o "$OUT.allocs" "http://127.0.0.1:$PP/debug/pprof/allocs?gc=1"
 [ "$MODE" = cg ] && callgrind_control -i off $PID >/dev/null && callgrind_control -d $PID >/dev/null
 [ -n "$SP" ] && { wait $SP || true; }
 n=$((qps * SECS))
 echo "bin=$(basename "$BIN") c=$C qps=$qps p50_us=$p50 p99_us=$p99 n=$n cpu_us_per_stmt=$(awk -v a=$t0 -v b=$t1 -v n=$n -v hz=$(getconf CLK_TCK) 'BEGIN{printf "%.1f", (b-a)*1e6/hz/n}') load=$(cut -d' ' -f1 /proc/loadavg)"
 awk -v n=$n -v a=$tv0 -v b=$tv1 -v c=$tn0 -v d=$tn1 -v e=$ms0 -v f=$ms1 -v g=$m0 -v h=$m1 -v i=$f0 -v j=$f1 'BEGIN{printf "target_switches_per_stmt=%.3f/%.3f machine_switches_per_stmt=%.2f mallocs_per_stmt=%.2f minor_faults_per_stmt=%.3f\n", (b-a)/n, (d-c)/n, (f-e)/n, (h-g)/n, (j-i)/n}'
+echo "rss_kb idle=$rss0 after=$rss1"
 if [ "$MODE" = stat ]; then
 	# counted over SECS seconds beside a run of SECS: per statement at the run's rate
 	awk -v n=$n '/syscalls|context|migrations|:/{gsub(",","",$1); if ($1 ~ /^[0-9]+$/) printf "%s %.3f\n", $2, $1/n}' "$OUT.stat"

@@ -50,6 +50,11 @@ type leaseTable struct {
 	idle     map[string]*[]idleLease // a list's memory: the idle path appends and takes without a map write
 	idleN    int
 	reaperAt time.Time // when the idle reaper wakes next (zero: when told)
+	// retaken: a lease was taken from idle since the reaper last ran. A reaper that then finds
+	// none idle wakes once more a hold later (expireIdle) rather than sleep until told: on a
+	// slot busy enough that its lease is taken again before the reaper runs, telling it cost a
+	// wake-up of its goroutine (another thread's futex, an allocation) every statement.
+	retaken  bool
 	checks   map[string]*clusterCheck
 	keeperAt time.Time // when the keeper runs next, as nextWork last answered (zero: unknown)
 	stopped  bool      // the driver's tasks ended: keep nothing idle
@@ -698,6 +703,7 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 		}
 		s = t.addSlotHeld(into, il.hl, affinity, hp)
 		s.check = ch
+		t.retaken = true
 		if held++; held+local > limit {
 			violated("%q runs %d leased and %d local slots over its cap %d", cluster, held, local, limit)
 		}
@@ -782,6 +788,13 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 			*t.idle[c] = keep
 		}
 	}
+	if next.IsZero() && t.retaken && !t.stopped {
+		// Leases go idle and are taken again before the reaper runs: it comes back a hold
+		// from now, never later than the end of the hold of a lease released meanwhile (holds
+		// are idleLeaseHold or longer), so that lease needs no wake-up.
+		next = now.Add(idleLeaseHold)
+	}
+	t.retaken = false
 	t.reaperAt = next
 	return next, e
 }

@@ -84,3 +84,31 @@ func BenchmarkMemoryInsertOneHexFull(b *testing.B) {
 //
 //go:noinline
 func insertCounted(m *Memory, r *Record) { m.insertOne(r) }
+
+// BenchmarkMemoryFill fills a standalone daemon's store (100,000 records, ids as the proxy
+// makes them, one kind of names) one record at a time: B/op is the bytes it allocated a
+// record, the memory a full store holds and a filling one faults in.
+func BenchmarkMemoryFill(b *testing.B) {
+	const size = 100_000
+	rnd := rand.New(rand.NewPCG(1, 2))
+	at := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	ids := make([]string, size)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%016x", rnd.Uint64())
+	}
+	rec := Record{Worker: "standalone", User: "postgres", Protocol: "postgres", Group: "pg", Cluster: "pg",
+		SQL: "SELECT abalance FROM pgbench_accounts WHERE aid = ?", Status: StatusSucceeded, StartedAt: at, EndedAt: at}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		m := NewMemory(size)
+		for _, id := range ids {
+			rec.QueryID = id
+			m.insertOne(&rec)
+		}
+		if i == 0 && m.Len() != size {
+			b.Fatalf("%d records held, want %d", m.Len(), size)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/record")
+}

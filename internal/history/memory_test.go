@@ -3,11 +3,13 @@ package history
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"pgregory.net/rapid"
 )
@@ -176,4 +178,74 @@ func TestFullMemoryIndexesCrowdedIDs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Memory keeps a record in a slot of its own shape (held: shared names, times as microseconds,
+// hex ids as numbers): each record must come back as its Canonical form, whatever its names
+// share with the records before it (equal ones, one field apart, more kinds than the store
+// remembers), whatever its trace (the same slice, an equal one, another) and its id's spelling.
+func TestMemoryGivesBackWhatItWasGiven(t *testing.T) {
+	ctx := context.Background()
+	epoch := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	shared := []string{"rule#0: matched -> g", "cluster c1"}
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 3*stageMax).Draw(rt, "records")
+		m := NewMemory(n)
+		want := map[string]Record{}
+		var recs []Record
+		for i := range n {
+			pick := func(label string, from ...string) string { return rapid.SampledFrom(from).Draw(rt, label) }
+			r := Record{
+				QueryID: fmt.Sprintf(pick("idForm", "%016x", "%016X", "q%d", "%015x"), uint64(i)*0x9e3779b97f4a7c15>>4),
+				Worker:  pick("worker", "w1", "w2"), User: pick("user", "alice", "bob", ""), Protocol: pick("protocol", "mysql", "postgres"),
+				Group: pick("group", "g", "h"), Cluster: pick("cluster", "c1", "c2"), SQL: pick("sql", "", "SELECT ?", "SELECT 1"),
+				SQLDigest: pick("digest", "", "d1"), Status: Status(pick("status", "succeeded", "failed", "odd")),
+				ErrorCode: pick("code", "", "42P01"), Error: pick("error", "", "no such table"),
+				QueueMs: rapid.Int64Range(-1, 3).Draw(rt, "queue"), ExecMs: rapid.Int64().Draw(rt, "exec"),
+				Rows: rapid.Int64Range(0, 5).Draw(rt, "rows"), Bytes: rapid.Int64().Draw(rt, "bytes"),
+				CacheHit: rapid.Bool().Draw(rt, "hit"),
+			}
+			switch rapid.IntRange(0, 4).Draw(rt, "trace") {
+			case 0:
+				r.RoutingTrace = shared
+			case 1:
+				r.RoutingTrace = slices.Clone(shared)
+			case 2:
+				r.RoutingTrace = []string{}
+			case 3:
+				r.RoutingTrace = []string{shared[0], "cluster c2"}
+			}
+			if rapid.Bool().Draw(rt, "times") {
+				ns := rapid.Int64Range(-1e12, 1e12).Draw(rt, "ns")
+				r.StartedAt = epoch.Add(time.Duration(ns)).In(time.FixedZone("x", 3600))
+				r.EndedAt = r.StartedAt.Add(time.Duration(rapid.Int64Range(0, 5e9).Draw(rt, "took")))
+			}
+			want[r.QueryID] = r.Canonical()
+			recs = append(recs, r)
+		}
+		if rapid.Bool().Draw(rt, "oneAtATime") {
+			for i := range recs {
+				m.insertOne(&recs[i])
+			}
+		} else if _, err := m.Insert(ctx, recs); err != nil {
+			rt.Fatal(err)
+		}
+		p, err := m.Query(ctx, Filter{Limit: QueryLimitMax})
+		if err != nil || len(p.Records) != n {
+			rt.Fatalf("Query found %d records (%v), want %d", len(p.Records), err, n)
+		}
+		for _, got := range p.Records {
+			if w, ok := want[got.QueryID]; !ok || !reflect.DeepEqual(got, w) {
+				rt.Fatalf("the store gave back\n%+v\nfor\n%+v", got, w)
+			}
+		}
+	})
+}
+
+// A slot is the store's memory (100,000 of them in a standalone daemon) and each record
+// written into one is its cache lines: it is not to grow back toward a Record's 312 bytes.
+func TestMemorySlotsStaySmall(t *testing.T) {
+	if size := unsafe.Sizeof(held{}); size > 136 {
+		t.Fatalf("a slot is %d bytes, more than 136", size)
+	}
 }

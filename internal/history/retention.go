@@ -43,21 +43,22 @@ func (m *Memory) Prune(_ context.Context, cutoff time.Time) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.storeStaged()
-	kept := make([]Record, 0, m.n)
+	kept := make([]held, 0, m.n)
 	for i := range m.n {
 		at := (m.head + i) % m.n // oldest-inserted first, so the ring stays in order
-		if r := m.slot(at); r.StartedAt.Before(cutoff) {
+		if s := m.heldAt(at); fromMicros(s.started).Before(cutoff) {
 			m.ids.del(m.keyAt(at))
 			continue
 		}
-		kept = append(kept, *m.slot(at))
+		kept = append(kept, *m.heldAt(at))
 	}
 	n := m.n - len(kept)
 	m.chunks, m.n, m.head = nil, 0, 0
-	for i := range kept {
-		k := keyOf(kept[i].QueryID)
-		m.ids.set(k, int32(m.n)) // the kept records move to new slots
-		m.append(&kept[i], k)
+	for _, s := range kept {
+		m.ids.set(idKey{id: s.id, h: s.h, hex: s.hex}, int32(m.n)) // the kept records move to new slots
+		m.grow()
+		*m.heldAt(m.n) = s
+		m.n++
 	}
 	return n, nil
 }

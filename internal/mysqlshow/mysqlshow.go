@@ -376,7 +376,7 @@ func (r *reader) unsupported() error {
 	}
 	return &query.Error{Code: sqlstate.FeatureNotSupported, Message: "This version of QueryFlux doesn't yet support '" +
 		strings.Join(words, " ") + "' on " + r.cat.Engine() + " (it answers SHOW [FULL] TABLES, SHOW DATABASES, SHOW [FULL] COLUMNS, " +
-		"DESCRIBE, SHOW CREATE TABLE, SHOW CREATE DATABASE, SHOW ENGINES, SHOW VARIABLES, SHOW STATUS, SHOW COLLATION and SHOW CHARACTER SET)"}
+		"DESCRIBE, SHOW CREATE TABLE, SHOW CREATE DATABASE, SHOW INDEX, SHOW ENGINES, SHOW VARIABLES, SHOW STATUS, SHOW COLLATION and SHOW CHARACTER SET)"}
 }
 
 // statusColumns are SHOW TABLE STATUS's columns, as MariaDB's.

@@ -236,14 +236,32 @@ func isWireOpener(e query.Engine) bool {
 
 type noWaitKey struct{}
 
+// noWaitContext is a context under NoWait. The event loops build one per connection and hand it
+// to every statement, which asks mustNotWait once or twice: known by its type, it is answered
+// without a walk of the context's values. It answers noWaitKey too, so a context made from it
+// (a WithCancel, a WithValue) still must not wait.
+type noWaitContext struct{ context.Context }
+
+func (c *noWaitContext) Value(key any) any {
+	if _, ok := key.(noWaitKey); ok {
+		return true
+	}
+	return c.Context.Value(key)
+}
+
 // NoWait marks ctx for an OpenWire that must not block (an event loop's thread): it answers
 // engine.ErrWouldWait instead of waiting.
-func NoWait(ctx context.Context) context.Context { return context.WithValue(ctx, noWaitKey{}, true) }
+func NoWait(ctx context.Context) context.Context { return &noWaitContext{ctx} }
 
 // noWaitCtx is a context that must not wait, for calls given none.
 var noWaitCtx = NoWait(context.Background())
 
-func mustNotWait(ctx context.Context) bool { return ctx.Value(noWaitKey{}) != nil }
+func mustNotWait(ctx context.Context) bool {
+	if _, ok := ctx.(*noWaitContext); ok {
+		return true
+	}
+	return ctx.Value(noWaitKey{}) != nil
+}
 
 // AdmitsAtOnce reports whether the core's guard answers without a network round trip, so that
 // an OpenWire under NoWait can admit a statement (capacity.AtOnce).

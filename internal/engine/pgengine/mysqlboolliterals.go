@@ -30,7 +30,7 @@ func mysqlBoolLiterals(sqlText string, lookup notNullLookup) string {
 	if first != "insert" && first != "update" && first != "delete" && first != "select" {
 		return sqlText
 	}
-	if lookup.boolNames != nil && !namesAny(sqlText, lookup.boolNames()) {
+	if lookup.boolNames != nil && !lookup.boolNames().namedIn(sqlText) {
 		return sqlText // most statements, `WHERE id = 1` too: no tokens, no table's lookup
 	}
 	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
@@ -80,15 +80,85 @@ func mysqlBoolLiterals(sqlText string, lookup notNullLookup) string {
 	return b.String()
 }
 
-// namesAny reports whether sqlText may name one of the columns names: one of them is in it,
-// in any case, or has a quote in it (a quoted name's text is not the name).
-func namesAny(sqlText string, names []string) bool {
+// columnNames are a database's column names as a statement's words are looked up in them:
+// one scan of the statement whatever their number (a database of hundreds of boolean
+// columns' names scanned it once per name).
+type columnNames struct {
+	// words are the names that are one unquoted word, of ASCII letters, digits, _ and $,
+	// lower-cased: a statement names one in a word of its text in any case.
+	words map[string]struct{}
+	// others are the names a word of the text cannot be (a space, a quote or a letter beyond
+	// ASCII in them), lower-cased; a statement may name one if it contains it in any case.
+	others []string
+	// quoted: a name has a quote in it, whose quoted text is not the name: every statement
+	// may name it.
+	quoted bool
+}
+
+// newColumnNames is names as a columnNames.
+func newColumnNames(names []string) *columnNames {
+	c := &columnNames{words: make(map[string]struct{}, len(names))}
 	for _, name := range names {
-		if strings.ContainsAny(name, "\"`") || sqltok.ContainsFold(sqlText, name) {
+		switch {
+		case strings.ContainsAny(name, "\"`"):
+			c.quoted = true
+		case name != "" && isASCIIWord(name):
+			c.words[strings.ToLower(name)] = struct{}{}
+		default:
+			c.others = append(c.others, strings.ToLower(name))
+		}
+	}
+	return c
+}
+
+// namedIn reports whether sqlText may name one of c's names: a word of it is one, in any case,
+// or it contains one that is not a word.
+func (c *columnNames) namedIn(sqlText string) bool {
+	if c == nil || c.quoted {
+		return c != nil
+	}
+	var buf [64]byte
+	for i := 0; i < len(sqlText); {
+		if !wordByte(sqlText[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(sqlText) && wordByte(sqlText[j]) {
+			j++
+		}
+		if w := sqlText[i:j]; len(w) <= len(buf) {
+			lower := buf[:len(w)]
+			for k := range len(w) {
+				lower[k] = w[k]
+				if 'A' <= w[k] && w[k] <= 'Z' {
+					lower[k] += 'a' - 'A'
+				}
+			}
+			if _, ok := c.words[string(lower)]; ok { // the conversion in a lookup does not allocate
+				return true
+			}
+		} else if _, ok := c.words[strings.ToLower(w)]; ok {
+			return true
+		}
+		i = j
+	}
+	for _, name := range c.others {
+		if sqltok.ContainsFold(sqlText, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// isASCIIWord reports whether name is made of ASCII letters, digits, _ and $ only.
+func isASCIIWord(name string) bool {
+	for k := range len(name) {
+		if c := name[k]; c >= 0x80 || !wordByte(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // firstWord is sqlText's first word, lower-cased ("" when it starts otherwise).

@@ -71,9 +71,9 @@ func TestMySQLInsertReturning(t *testing.T) {
 // column still has its literal written.
 func TestMySQLBoolLiteralsSkipsStatementsNamingNoBooleanColumn(t *testing.T) {
 	var lookups int
-	names := []string{"Active"}
+	names := newColumnNames([]string{"Active"})
 	lookup := notNullLookup{booleans: func(string) map[string]bool { lookups++; return map[string]bool{"Active": true} },
-		boolNames: func() []string { return names }}
+		boolNames: func() *columnNames { return names }}
 	const plain = "SELECT id, name FROM users WHERE id = 1"
 	if allocs := testing.AllocsPerRun(10, func() { mysqlBoolLiterals(plain, lookup) }); allocs != 0 || lookups != 0 {
 		t.Errorf("%s: %v allocations, %d table lookups; want none", plain, allocs, lookups)

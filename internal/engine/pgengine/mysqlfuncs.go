@@ -324,10 +324,10 @@ func closes(toks []sqltok.Token) bool {
 // mysqlText is sqlText (PostgreSQL's text of a MySQL client's statement) as PostgreSQL must
 // read it to answer as MariaDB: its functions (mysqlFunctions), aggregates of a boolean column
 // (mysqlBoolAggregates), numbers a boolean column takes (mysqlBoolLiterals), sort keys (mysqlNullsOrder) and
-// reads of @@sql_mode, sqlMode the connection's (withSQLModeReads); notNull tells which sort keys
-// cannot be NULL.
+// reads of @@sql_mode, sqlMode the connection's (withSQLModeReads), and information_schema
+// views PostgreSQL lacks (mysqlInformationSchema); notNull tells which sort keys cannot be NULL.
 func mysqlText(sqlText, sqlMode string, notNull notNullLookup) string {
-	return withSQLModeReads(mysqlNullsOrder(mysqlBoolLiterals(mysqlBoolAggregates(mysqlFunctions(sqlText), notNull), notNull), notNull), sqlMode)
+	return mysqlInformationSchema(withSQLModeReads(mysqlNullsOrder(mysqlBoolLiterals(mysqlBoolAggregates(mysqlFunctions(sqlText), notNull), notNull), notNull), sqlMode))
 }
 
 // mysqlFunctions is sqlText (PostgreSQL's text of a MySQL client's statement) with its calls of

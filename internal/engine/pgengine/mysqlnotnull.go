@@ -31,7 +31,7 @@ type notNullCache struct {
 	tables map[string]tableColumns
 	// boolNames are the names of the database's boolean columns, read once (see
 	// boolColumnNames); nil until then.
-	boolNames []string
+	boolNames *columnNames
 }
 
 // tableColumns is what the cache keeps of a table: its NOT NULL columns, its boolean columns
@@ -122,7 +122,7 @@ const boolNamesSQL = `SELECT DISTINCT a.attname FROM pg_catalog.pg_attribute a J
 // boolColumnNames are the names of the database's boolean columns, read on db once: a
 // statement naming none of them has no literal mysqlBoolLiterals writes, so it is not
 // tokenized nor its table looked up. nil when the catalog cannot be read.
-func (c *notNullCache) boolColumnNames(ctx context.Context, db querier) []string {
+func (c *notNullCache) boolColumnNames(ctx context.Context, db querier) *columnNames {
 	c.mu.Lock()
 	names := c.boolNames
 	c.mu.Unlock()
@@ -133,19 +133,20 @@ func (c *notNullCache) boolColumnNames(ctx context.Context, db querier) []string
 	if err != nil {
 		return nil
 	}
-	names = []string{}
+	var list []string
 	for rows.Next() {
 		var name string
 		if rows.Scan(&name) != nil {
 			rows.Close()
 			return nil
 		}
-		names = append(names, name)
+		list = append(list, name)
 	}
 	rows.Close()
 	if rows.Err() != nil {
 		return nil
 	}
+	names = newColumnNames(list)
 	c.mu.Lock()
 	c.boolNames = names
 	c.mu.Unlock()

@@ -24,7 +24,7 @@ type notNullLookup struct {
 	booleans func(table string) map[string]bool
 	// boolNames are the names of every boolean column of the database's tables, which a
 	// statement names when mysqlBoolLiterals has a literal to write (nil: not known).
-	boolNames func() []string
+	boolNames func() *columnNames
 	// generated is a table's generated column (mysqlInsertReturning).
 	generated func(table string) string
 }

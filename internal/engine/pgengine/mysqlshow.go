@@ -46,13 +46,10 @@ func (pgCatalog) Databases() string {
 }
 
 // Columns names the table as a regclass literal, so that one that does not exist is
-// PostgreSQL's undefined-table error. Key is PRI for a primary key's columns and UNI for a
-// one-column unique index's, as MySQL marks them.
+// PostgreSQL's undefined-table error. Key is MariaDB's PRI, UNI or MUL (columnKey).
 func (pgCatalog) Columns(db, table string) string {
 	return `SELECT c.relname::text AS tbl, a.attname::text AS name, ` + pgMySQLType + ` AS type, NOT a.attnotnull AS nullable, ` +
-		`coalesce((SELECT CASE WHEN bool_or(i.indisprimary) THEN 'PRI' WHEN count(*) > 0 THEN 'UNI' END FROM pg_index i WHERE i.indrelid = a.attrelid ` +
-		`AND (i.indisprimary AND a.attnum = ANY(i.indkey) OR i.indisunique AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum ` +
-		`AND i.indpred IS NULL)), '') AS key, ` +
+		columnKey(tableKeyRows(regclass(db, table))) + ` AS key, ` +
 		`CASE WHEN NOT d.serial THEN regexp_replace(d.expr, '^(''.*'')::[a-z ]+$', '\1') END AS dflt, ` +
 		`CASE WHEN d.serial THEN 'auto_increment' ELSE '' END AS extra, ` +
 		`coalesce(col_description(a.attrelid, a.attnum), '') AS comment, a.attnum AS pos ` +

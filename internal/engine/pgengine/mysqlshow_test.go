@@ -20,6 +20,17 @@ func mysqlRows(t *testing.T, e query.Engine, db, stmt string) ([]string, [][]str
 	return enginetest.TextRows(e, &query.Request{SQL: stmt, Database: db, Protocol: query.ProtocolMySQL})
 }
 
+// mysqlJoined is mysqlRows' rows, each value joined by "," and the rows by "|".
+func mysqlJoined(t *testing.T, e query.Engine, db, stmt string) ([]string, string, error) {
+	t.Helper()
+	names, rows, err := mysqlRows(t, e, db, stmt)
+	var got []string
+	for _, r := range rows {
+		got = append(got, strings.Join(r, ","))
+	}
+	return names, strings.Join(got, "|"), err
+}
+
 // TestMySQLCatalogStatementsOnPostgreSQL: a MySQL client's catalog statements on a PostgreSQL
 // cluster (before: PostgreSQL's syntax error) answer with MySQL's columns from PostgreSQL's
 // catalog, a MySQL database being a schema: the forms (FROM and IN, qualified names, LIKE and
@@ -64,16 +75,12 @@ func TestMySQLCatalogStatementsOnPostgreSQL(t *testing.T) {
 			"  `u` bigint(20) DEFAULT NULL,\n  `j` json DEFAULT NULL,\n  `f` double DEFAULT NULL,\n" +
 			"  PRIMARY KEY (`id`),\n  UNIQUE KEY `u` (`u`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"},
 	} {
-		names, rows, err := mysqlRows(t, e, c.db, c.stmt)
+		names, r, err := mysqlJoined(t, e, c.db, c.stmt)
 		if err != nil {
 			t.Errorf("%s: %v", c.stmt, err)
 			continue
 		}
-		var got []string
-		for _, r := range rows {
-			got = append(got, strings.Join(r, ","))
-		}
-		n, r := strings.Join(names, ","), strings.Join(got, "|")
+		n := strings.Join(names, ",")
 		if c.names == "Tables_in_" && strings.HasPrefix(n, c.names) && !strings.Contains(n, ",") {
 			n = c.names // the engine's database, named by the test's server
 		}

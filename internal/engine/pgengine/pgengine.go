@@ -464,7 +464,7 @@ func (e *Engine) mysqlBooleansAgain(ctx context.Context, db querier, q *query.Re
 func (e *Engine) mysqlSQL(ctx context.Context, db querier, q *query.Request, sqlText string) (string, bool) {
 	notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) },
 		booleans:  func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) },
-		boolNames: func() []string { return e.notNull.boolColumnNames(ctx, db) },
+		boolNames: func() *columnNames { return e.notNull.boolColumnNames(ctx, db) },
 		generated: func(table string) string { return e.notNull.generated(ctx, db, table) }}
 	sqlText = mysqlText(sqlText, connSQLMode(db), notNull) // MySQL's functions, NULLs sorted, as MariaDB's
 	return mysqlInsertReturning(sqlText, notNull)
