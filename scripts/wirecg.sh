@@ -6,8 +6,11 @@
 # work tree as it is): the test binary built from that revision's node/proxy, internal/capacity
 # and internal/query (git archive into a copy of this tree), run for N (default 20000) and 2N
 # iterations; the difference of the two totals over N is one transaction, whatever the binary's
-# start costs. The machine's load does not change the count. BENCH (default local and leased)
-# picks the sub-benchmarks; OUT=DIR keeps each 2N profile as DIR/wirecg.REV.SUB.cg.
+# start costs. But the guard's goroutines, the collector and the scheduler's spinning work by the
+# wall time, and on a loaded machine they moved that difference by about a thousand between two
+# runs of one binary: read the profiles' call counts (callgrind_annotate --tree=caller, such as
+# the Duty.Wake calls a transaction), which are exact, more than the totals. BENCH (default local
+# and leased) picks the sub-benchmarks; OUT=DIR keeps each 2N profile as DIR/wirecg.REV.SUB.cg.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-20000}

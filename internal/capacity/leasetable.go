@@ -788,11 +788,18 @@ func (t *leaseTable) expireIdle(now time.Time) (time.Time, effects) {
 			*t.idle[c] = keep
 		}
 	}
-	if next.IsZero() && t.retaken && !t.stopped {
+	switch {
+	case !next.IsZero() || t.stopped:
+	case t.retaken:
 		// Leases go idle and are taken again before the reaper runs: it comes back a hold
 		// from now, never later than the end of the hold of a lease released meanwhile (holds
 		// are idleLeaseHold or longer), so that lease needs no wake-up.
 		next = now.Add(idleLeaseHold)
+	case now.Before(t.reaperAt):
+		// A run before the one planned: woken again by a release while it ran (reaperAt was
+		// still zero then). The planned run still comes; sleeping until told instead would
+		// make the next release wake it again, and so on, each statement.
+		next = t.reaperAt
 	}
 	t.retaken = false
 	t.reaperAt = next

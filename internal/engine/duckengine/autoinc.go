@@ -74,7 +74,7 @@ func mysqlInsert(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 	}
 	col, ok := cachedAI(ctx, conn, db, table)
 	q = pinTimeDefaults(ctx, q, col) // mysqlnowdefault.go
-	if !ok {
+	if !ok || idsGiven(ctx) {
 		return q, nil // no such column, or no such table: the INSERT says so itself
 	}
 	ai := &aiInsert{conn: conn, col: col}

@@ -89,7 +89,7 @@ func insertSelectValues(toks []sqltok.Token, cols []string, wrapping func(col, r
 			if len(d) != 1 {
 				return nil
 			}
-			target[j] = unquoteIdent(d[0])
+			target[j] = valuesColumnName(d[0])
 		}
 		i = end + 1
 	}

@@ -105,6 +105,13 @@ func mysqlCompat(sqlText string) string {
 				i = j
 			}
 			changed = true
+		case i == first && t.IsWord("update") && nextSignificant(toks, i+1) < len(toks) && toks[nextSignificant(toks, i+1)].IsWord("ignore"):
+			// UPDATE IGNORE t ...: DuckDB read IGNORE as the table's name (1146). Its values
+			// are cut rather than refused (strictExpr reads the client's IGNORE); a row whose
+			// new key another row has is still refused, where MariaDB leaves it as it was.
+			b.WriteString(t.Text)
+			i = nextSignificant(toks, i+1)
+			changed = true
 		case replace && t.IsWord("replace"):
 			// REPLACE [INTO] t ...: DuckDB's INSERT OR REPLACE INTO t ..., which replaces a row
 			// whose key the new one has, as MySQL's deletes it and inserts.

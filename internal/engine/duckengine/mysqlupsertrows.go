@@ -75,84 +75,13 @@ type upsertSet struct {
 // UPDATE c = expr, ...; ok is false for any other form (IGNORE, a SELECT, SET). args are its
 // parameters' (? only).
 func readRowUpsert(sqlText string, args []any) (u rowUpsert, ok bool) {
-	toks := sqltok.SignificantTokens(sqlText, sqltok.MySQL)
-	if len(toks) > 0 && toks[len(toks)-1].Text == ";" {
-		toks = toks[:len(toks)-1]
-	}
-	if len(toks) < 8 || !toks[0].IsWord("insert") {
+	toks, argsOf, i, ok := readRowInsert(sqlText, args, "into")
+	if !ok || len(toks) < 8 {
 		return u, false
 	}
-	argAt := map[int]any{} // a parameter's argument by its token's Pos
-	for _, t := range toks {
-		if t.Kind == sqltok.Param {
-			if t.Text != "?" || len(argAt) >= len(args) {
-				return u, false
-			}
-			argAt[t.Pos] = args[len(argAt)]
-		}
-	}
-	if len(argAt) != len(args) {
+	u, i, ok = readInsertRows(sqlText, toks, i, argsOf)
+	if !ok {
 		return u, false
-	}
-	argsOf := func(d []sqltok.Token) []any {
-		var a []any
-		for _, t := range d {
-			if t.Kind == sqltok.Param {
-				a = append(a, argAt[t.Pos])
-			}
-		}
-		return a
-	}
-	i := afterInsertModifiers(toks)
-	for _, t := range toks[1:i] {
-		if !t.IsWord("into") {
-			return u, false // IGNORE, a priority: the plain statement's path
-		}
-	}
-	if i+1 >= len(toks) {
-		return u, false
-	}
-	start := toks[i]
-	u.table = identText(toks[i])
-	if toks[i+1].Text == "." {
-		if i+3 >= len(toks) {
-			return u, false
-		}
-		u.db, u.table = u.table, identText(toks[i+2])
-		i += 2
-	}
-	u.tableText = sqlText[start.Pos : toks[i].Pos+len(toks[i].Text)]
-	i++
-	if toks[i].Text == "(" {
-		defs, end := definitions(toks, i)
-		if end < 0 {
-			return u, false
-		}
-		for _, d := range defs {
-			if len(d) != 1 || d[0].Kind != sqltok.Word && d[0].Kind != sqltok.QuotedIdent {
-				return u, false
-			}
-			u.columns = append(u.columns, identText(d[0]))
-		}
-		i = end + 1
-	}
-	if i >= len(toks) || !toks[i].IsWord("values", "value") {
-		return u, false
-	}
-	for i++; i < len(toks) && toks[i].Text == "("; {
-		defs, end := definitions(toks, i)
-		if end < 0 || len(defs) == 0 || u.columns != nil && len(defs) != len(u.columns) {
-			return u, false
-		}
-		row := make([]sqlPart, len(defs))
-		for j, d := range defs {
-			row[j] = sqlPart{sqlText[d[0].Pos : d[len(d)-1].Pos+len(d[len(d)-1].Text)], argsOf(d)}
-		}
-		u.rows = append(u.rows, row)
-		i = end + 1
-		if i < len(toks) && toks[i].Text == "," {
-			i++
-		}
 	}
 	if i+4 >= len(toks) || !toks[i].IsWord("on") || !toks[i+1].IsWord("duplicate") || !toks[i+2].IsWord("key") || !toks[i+3].IsWord("update") {
 		return u, false
@@ -172,6 +101,95 @@ func readRowUpsert(sqlText string, args []any) (u rowUpsert, ok bool) {
 		u.sets = append(u.sets, s)
 	}
 	return u, len(u.rows) > 0 && len(u.sets) > 0
+}
+
+// readRowInsert reads the tokens of sqlText, a MySQL client's INSERT whose modifiers are among
+// allowed, to its table's name (at toks[i]); argsOf gives a value's parameters' arguments
+// (args, bound to ? only).
+func readRowInsert(sqlText string, args []any, allowed ...string) (toks []sqltok.Token, argsOf func([]sqltok.Token) []any, i int, ok bool) {
+	toks = sqltok.SignificantTokens(sqlText, sqltok.MySQL)
+	if len(toks) > 0 && toks[len(toks)-1].Text == ";" {
+		toks = toks[:len(toks)-1]
+	}
+	if len(toks) < 5 || !toks[0].IsWord("insert") {
+		return nil, nil, 0, false
+	}
+	argAt := map[int]any{} // a parameter's argument by its token's Pos
+	for _, t := range toks {
+		if t.Kind == sqltok.Param {
+			if t.Text != "?" || len(argAt) >= len(args) {
+				return nil, nil, 0, false
+			}
+			argAt[t.Pos] = args[len(argAt)]
+		}
+	}
+	if len(argAt) != len(args) {
+		return nil, nil, 0, false
+	}
+	argsOf = func(d []sqltok.Token) []any {
+		var a []any
+		for _, t := range d {
+			if t.Kind == sqltok.Param {
+				a = append(a, argAt[t.Pos])
+			}
+		}
+		return a
+	}
+	i = afterInsertModifiers(toks)
+	for _, t := range toks[1:i] {
+		if !t.IsWord(allowed...) {
+			return nil, nil, 0, false // a priority: the plain statement's path
+		}
+	}
+	return toks, argsOf, i, i+1 < len(toks)
+}
+
+// readInsertRows reads toks from the table's name (toks[i]) through the VALUES rows: the
+// index after them.
+func readInsertRows(sqlText string, toks []sqltok.Token, i int, argsOf func([]sqltok.Token) []any) (u rowUpsert, end int, ok bool) {
+	start := toks[i]
+	u.table = identText(toks[i])
+	if toks[i+1].Text == "." {
+		if i+3 >= len(toks) {
+			return u, 0, false
+		}
+		u.db, u.table = u.table, identText(toks[i+2])
+		i += 2
+	}
+	u.tableText = sqlText[start.Pos : toks[i].Pos+len(toks[i].Text)]
+	i++
+	if toks[i].Text == "(" {
+		defs, end := definitions(toks, i)
+		if end < 0 {
+			return u, 0, false
+		}
+		for _, d := range defs {
+			if len(d) != 1 || d[0].Kind != sqltok.Word && d[0].Kind != sqltok.QuotedIdent {
+				return u, 0, false
+			}
+			u.columns = append(u.columns, identText(d[0]))
+		}
+		i = end + 1
+	}
+	if i >= len(toks) || !toks[i].IsWord("values", "value") {
+		return u, 0, false
+	}
+	for i++; i < len(toks) && toks[i].Text == "("; {
+		defs, end := definitions(toks, i)
+		if end < 0 || len(defs) == 0 || u.columns != nil && len(defs) != len(u.columns) {
+			return u, 0, false
+		}
+		row := make([]sqlPart, len(defs))
+		for j, d := range defs {
+			row[j] = sqlPart{sqlText[d[0].Pos : d[len(d)-1].Pos+len(d[len(d)-1].Text)], argsOf(d)}
+		}
+		u.rows = append(u.rows, row)
+		i = end + 1
+		if i < len(toks) && toks[i].Text == "," {
+			i++
+		}
+	}
+	return u, i, len(u.rows) > 0
 }
 
 // valueOf is row's value of column (written); its text "" when the statement does not give it.
@@ -249,21 +267,19 @@ func isReferenced(ctx context.Context, s *session, db, table string) bool {
 
 // upsertByRows runs client, a MySQL client's upsert of a referenced table, a row at a time
 // (handled); any other statement is not handled.
-func (s *session) upsertByRows(ctx context.Context, client *query.Request) (rows query.Rows, handled bool, err error) {
+func (s *session) upsertByRows(ctx context.Context, client *query.Request) (query.Rows, bool, error) {
 	if !maybeRowUpsert(client) || s.status == 'E' {
 		return nil, false, nil
+	}
+	if isInsertIgnore(client.SQL) {
+		return s.ignoreByRows(ctx, client) // mysqlignorerows.go
 	}
 	u, ok := readRowUpsert(client.SQL, client.Args)
 	if !ok || !isReferenced(ctx, s, u.db, u.table) {
 		return nil, false, nil
 	}
-	if u.columns == nil {
-		u.columns = tableColumns(ctx, s.conn, u.db, u.table)
-		for _, r := range u.rows {
-			if len(r) != len(u.columns) {
-				return nil, false, nil // the INSERT says what is wrong itself
-			}
-		}
+	if !u.fillColumns(ctx, s) {
+		return nil, false, nil // the INSERT says what is wrong itself
 	}
 	for _, s := range u.sets {
 		for k := 0; k+3 < len(s.expr); k++ {
@@ -279,8 +295,13 @@ func (s *session) upsertByRows(ctx context.Context, client *query.Request) (rows
 			}
 		}
 	}
-	own := s.status != 'T'
-	if own {
+	return s.byRows(ctx, client, func() (engine.TagRows, error) { return s.upsertRows(ctx, client, &u) })
+}
+
+// byRows runs rows, the statement client run a row at a time, in its own transaction outside
+// one (handled).
+func (s *session) byRows(ctx context.Context, client *query.Request, rows func() (engine.TagRows, error)) (out query.Rows, handled bool, err error) {
+	if s.status != 'T' {
 		if _, err := s.sub(ctx, client, "START TRANSACTION"); err != nil {
 			return nil, true, err
 		}
@@ -290,11 +311,11 @@ func (s *session) upsertByRows(ctx context.Context, client *query.Request) (rows
 				end = "ROLLBACK"
 			}
 			if _, cerr := s.sub(context.WithoutCancel(ctx), client, end); cerr != nil && err == nil {
-				rows, err = nil, cerr
+				out, err = nil, cerr
 			}
 		}()
 	}
-	tag, err := s.upsertRows(ctx, client, &u)
+	tag, err := rows()
 	if err != nil {
 		s.fail()
 		return nil, true, err
@@ -302,9 +323,25 @@ func (s *session) upsertByRows(ctx context.Context, client *query.Request) (rows
 	return tag, true, nil
 }
 
-// maybeRowUpsert reports whether q may be such an upsert (its text only).
+// fillColumns gives u the table's columns when the statement names none; false when a row
+// has another number of values.
+func (u *rowUpsert) fillColumns(ctx context.Context, s *session) bool {
+	if u.columns != nil {
+		return true
+	}
+	u.columns = tableColumns(ctx, s.conn, u.db, u.table)
+	for _, r := range u.rows {
+		if len(r) != len(u.columns) {
+			return false
+		}
+	}
+	return true
+}
+
+// maybeRowUpsert reports whether q may be such an upsert, or an INSERT IGNORE run a row at a
+// time (mysqlignorerows.go), from its text only.
 func maybeRowUpsert(q *query.Request) bool {
-	return isMySQL(q) && containsFold(q.SQL, "duplicate") && sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "insert")
+	return isMySQL(q) && (containsFold(q.SQL, "duplicate") || containsFold(q.SQL, "ignore")) && sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "insert")
 }
 
 // sub runs sqlText (a MySQL client's statement, its parameters' args) in the session as

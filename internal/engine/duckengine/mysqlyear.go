@@ -84,6 +84,7 @@ func (e *Engine) yearValues(ctx context.Context, conn *sql.Conn, client, q *quer
 	if !ok {
 		return q
 	}
+	db, table = dequoted(db), dequoted(table)
 	var typed []pgTypedColumn
 	if e.charMaybe.Load() {
 		typed = cachedPgTypes(ctx, conn, db, "main", table)
@@ -151,7 +152,7 @@ func (e *Engine) yearValues(ctx context.Context, conn *sql.Conn, client, q *quer
 					if v.columns == nil {
 						name = cols[j]
 					} else {
-						name = unquoteIdent(v.columns[j])
+						name = valuesColumnName(v.columns[j])
 					}
 					wrap(d, name, strconv.Itoa(r+1))
 				}
@@ -178,6 +179,26 @@ func (e *Engine) yearValues(ctx context.Context, conn *sql.Conn, client, q *quer
 	c := *q
 	c.SQL = b.String()
 	return &c
+}
+
+// valuesColumnName is the name a column-list token of a MySQL client's INSERT as DuckDB runs it
+// (tokenized as MySQL's) gives: a backquoted name is double-quoted there, a string to MySQL's
+// reading. Read as a string, an ORM's INSERT INTO `t` (`s`) VALUES (...) left its values
+// unchecked by their column's length.
+func valuesColumnName(t sqltok.Token) string {
+	if t.Kind == sqltok.String && !t.Unterminated {
+		return dequoted(t.Text)
+	}
+	return unquoteIdent(t)
+}
+
+// dequoted is name, read by identText from a MySQL client's statement as DuckDB runs it, without
+// the double quotes a backquoted name has there.
+func dequoted(name string) string {
+	if len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"' {
+		return strings.ReplaceAll(name[1:len(name)-1], `""`, `"`)
+	}
+	return name
 }
 
 // yearEdit is text inserted at a byte offset of a statement.
@@ -256,7 +277,7 @@ func setAssignments(toks []sqltok.Token) []setAssignment {
 					break
 				}
 			}
-			out = append(out, setAssignment{col: identText(toks[j-1]), expr: toks[j+1 : k]})
+			out = append(out, setAssignment{col: valuesColumnName(toks[j-1]), expr: toks[j+1 : k]})
 			if k >= len(toks) || toks[k].Text != "," {
 				i = k - 1
 				break

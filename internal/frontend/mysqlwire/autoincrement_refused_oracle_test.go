@@ -49,11 +49,16 @@ func TestAutoIncrementOfRefusedRowsLikeMariaDB(t *testing.T) {
 		// generated again).
 		lastKnown := true
 		for range rapid.IntRange(1, 6).Draw(rt, "statements") {
-			ignore := false && rapid.IntRange(0, 3).Draw(rt, "ignore") == 0
+			ignore := rapid.IntRange(0, 3).Draw(rt, "ignore") == 0
 			omit := rapid.Bool().Draw(rt, "omit")
 			// One kind of refusal a statement: which of two a row refused both ways names
 			// first is another matter.
 			refusal := rapid.SampledFrom([]string{"NULL", "'toolong'", "u", "u"}).Draw(rt, "refusal")
+			if ignore && refusal == "NULL" {
+				// IGNORE makes MariaDB store the column's implicit default ('', warning 1048)
+				// for a NULL in a NOT NULL column, which the proxy on DuckDB still refuses.
+				refusal = "u"
+			}
 			var rows []string
 			generates := omit
 			// Where the refusal is not a duplicate, no explicit id is one either.
@@ -111,6 +116,17 @@ func TestAutoIncrementOfRefusedRowsLikeMariaDB(t *testing.T) {
 
 // refusedOutcome is what statement text answered on c and what the table holds after it.
 func refusedOutcome(ctx context.Context, rt *rapid.T, name string, c *sql.Conn, table, text string, lastKnown bool) string {
+	return statementOutcome(ctx, rt, name, c, text, lastKnown, "SELECT id, s, coalesce(u, 0) FROM "+table+" ORDER BY id", func(rows *sql.Rows) (string, error) {
+		var id, u int64
+		var s string
+		err := rows.Scan(&id, &s, &u)
+		return fmt.Sprintf(" (%d %q %d)", id, s, u), err
+	})
+}
+
+// statementOutcome is what statement text answered on c (its error number, or its OK packet
+// and, when lastKnown, LAST_INSERT_ID()), and each row of query after it as row writes it.
+func statementOutcome(ctx context.Context, rt *rapid.T, name string, c *sql.Conn, text string, lastKnown bool, query string, row func(*sql.Rows) (string, error)) string {
 	res, err := c.ExecContext(ctx, text)
 	var out string
 	if err != nil {
@@ -131,18 +147,17 @@ func refusedOutcome(ctx context.Context, rt *rapid.T, name string, c *sql.Conn, 
 			out += fmt.Sprintf(", LAST_INSERT_ID() %d", last)
 		}
 	}
-	rows, err := c.QueryContext(ctx, "SELECT id, s, coalesce(u, 0) FROM "+table+" ORDER BY id")
+	rows, err := c.QueryContext(ctx, query)
 	if err != nil {
 		rt.Fatalf("%s: %v", name, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, u int64
-		var s string
-		if err := rows.Scan(&id, &s, &u); err != nil {
+		r, err := row(rows)
+		if err != nil {
 			rt.Fatalf("%s: %v", name, err)
 		}
-		out += fmt.Sprintf(" (%d %q %d)", id, s, u)
+		out += r
 	}
 	if err := rows.Err(); err != nil {
 		rt.Fatalf("%s: %v", name, err)
