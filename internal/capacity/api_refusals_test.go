@@ -2,7 +2,9 @@ package capacity_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -161,6 +163,9 @@ func TestOrderedAcquireCarryingItsReleaseIsGranted(t *testing.T) {
 	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &resp) != nil || !resp.Granted || resp.Lease == nil || resp.Lease.ID == held.ID {
 		t.Fatalf("an acquire carrying the release of the cluster's one lease: %d %s, want a new lease granted", rec.Code, rec.Body.String())
 	}
+	if mt := rec.Header().Get("Content-Type"); mt != capacity.MediaJSON {
+		t.Fatalf("the acquire's answer is of media type %q, want %s", mt, capacity.MediaJSON)
+	}
 }
 
 // TestRenewalTermsComeFromTheAuthority: a renewal asking for more than the configuration's
@@ -207,4 +212,42 @@ func serveAs(api *capacity.API, path, caller, body string) *httptest.ResponseRec
 		}
 	}
 	return rec
+}
+
+// downStore is a store whose renewals and releases fail as an unreachable database does, its
+// error naming the database's address with a password in it.
+type downStore struct{ *capacity.Memory }
+
+var errDown = errors.New("capacity store: dial postgres://qf:s3cretpw@db.internal:5432/qf: connection refused")
+
+func (downStore) Renew(context.Context, capacity.LeaseRef, time.Duration, time.Time) (capacity.Lease, error) {
+	return capacity.Lease{}, errDown
+}
+
+func (downStore) ReleaseBatch(context.Context, []capacity.LeaseRef) (int, error) { return 0, errDown }
+
+// TestStoreFailuresStayInTheLog: when the store fails, the worker is answered 503 "capacity
+// store unavailable" and nothing of the store's error (which may name the database with its
+// password); the failure is counted and logged for the operator.
+func TestStoreFailuresStayInTheLog(t *testing.T) {
+	var logs bytes.Buffer
+	metrics := capacity.NewMetrics(prometheus.NewRegistry())
+	store := downStore{capacity.NewMemory()}
+	api := capacity.NewAPI(store, store, env.Real(slog.New(slog.NewTextHandler(&logs, nil))), metrics)
+	for _, c := range []struct{ path, op, body string }{
+		{capacity.PathRenew, "renew", `{"lease":{"id":"c#1","generation":1},"ttlMillis":60000}`},
+		{capacity.PathReleaseBatch, "release", `{"leases":[{"id":"c#1","generation":1}]}`},
+	} {
+		logs.Reset()
+		rec := serveAs(api, c.path, "w1", c.body)
+		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "capacity store unavailable") || strings.Contains(rec.Body.String(), "s3cretpw") {
+			t.Errorf("%s with the store down: %d %s, want 503 saying only that the store is unavailable", c.path, rec.Code, rec.Body.String())
+		}
+		if n := testutil.ToFloat64(metrics.CoordinationFailures.WithLabelValues("store-" + c.op)); n != 1 {
+			t.Errorf("%s with the store down: counted %v times, want once", c.path, n)
+		}
+		if !strings.Contains(logs.String(), "capacity store failed") || !strings.Contains(logs.String(), "connection refused") {
+			t.Errorf("%s with the store down: the failure not logged: %q", c.path, logs.String())
+		}
+	}
 }

@@ -182,10 +182,16 @@ type watchedConn struct {
 	keys *columnKeysCache
 	// changed: a text that may change the catalog ran since the last end of a transaction.
 	changed bool
+	kept    keptPrepared // keptprepared.go
 }
 
 // around runs f, counted when sqlText may change the catalog or ends a transaction that did.
 func (c *watchedConn) around(sqlText string, f func()) {
+	// Anything but a SELECT run in between may change what the kept statement binds to without
+	// DuckDB binding it again (a SET VARIABLE: getvariable is read when a statement is bound).
+	if !onlySelects(sqlText) {
+		c.kept.drop()
+	}
 	if seen := c.keys.seen.Load(); seen != nil {
 		(*seen)(sqlText)
 	}
@@ -227,6 +233,7 @@ func (c *watchedConn) Begin() (driver.Tx, error) {
 }
 
 func (c *watchedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	c.kept.drop()
 	tx, err := c.Conn.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -236,6 +243,7 @@ func (c *watchedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 
 // Close counts a transaction left open that ran DDL: DuckDB rolls it back.
 func (c *watchedConn) Close() error {
+	c.kept.drop() // a statement outliving its connection would be freed after it
 	if c.changed {
 		c.keys.changing()
 		defer c.keys.changing()

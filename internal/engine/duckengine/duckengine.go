@@ -329,21 +329,24 @@ func prepare(conn *sql.Conn, sqlText string) (*prepared, error) {
 			}
 			return err
 		}
-		defer st.Close()
 		ds, ok := st.(*duckdb.Stmt)
 		if !ok {
+			_ = st.Close()
 			return fmt.Errorf("duckengine: unexpected statement type %T", st)
 		}
 		if p.kind, err = ds.StatementType(); err != nil {
+			_ = st.Close()
 			return err
 		}
 		for i := 1; i <= ds.NumInput(); i++ {
 			t, err := ds.ParamType(i)
 			if err != nil {
+				_ = st.Close()
 				return err
 			}
 			p.params = append(p.params, t)
 		}
+		keepPrepared(dc, sqlText, ds) // the run of the same text takes it (streaming.go)
 		return nil
 	})
 	return &p, err

@@ -194,7 +194,7 @@ func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []an
 	)
 	if rawErr := conn.Raw(func(dc any) error {
 		if c, isDuck := driverDuckConn(dc); isDuck {
-			src, ok, err = startStream(ctx, c, sqlText, args)
+			src, ok, err = startStream(ctx, c, takePrepared(dc, sqlText), sqlText, args)
 		}
 		return nil
 	}); rawErr != nil || !ok {
@@ -210,7 +210,7 @@ func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []an
 		_ = src.close()
 		_ = conn.Raw(func(dc any) error {
 			c, _ := driverDuckConn(dc)
-			src, ok, err = startStream(ctx, c, wrapped, args)
+			src, ok, err = startStream(ctx, c, nil, wrapped, args)
 			return nil
 		})
 		if !ok || err != nil {
@@ -230,17 +230,24 @@ func streamSelect(ctx context.Context, conn *sql.Conn, sqlText string, args []an
 	return newStream(src, cols, kind, closeAll), true, nil
 }
 
-// startStream prepares and binds sqlText on c and starts it as a streaming result.
-func startStream(ctx context.Context, c *duckdb.Conn, sqlText string, args []any) (*chunkSource, bool, error) {
+// startStream binds sqlText on c, as prepared (kept, which it closes) or prepared here, and
+// starts it as a streaming result.
+func startStream(ctx context.Context, c *duckdb.Conn, kept *duckdb.Stmt, sqlText string, args []any) (*chunkSource, bool, error) {
 	named, err := namedArgs(args)
 	if err != nil {
+		if kept != nil {
+			_ = kept.Close()
+		}
 		return nil, false, nil
 	}
-	ds, err := c.PrepareContext(ctx, sqlText)
-	if err != nil {
-		return nil, false, nil
+	st := kept
+	if st == nil {
+		ds, err := c.PrepareContext(ctx, sqlText)
+		if err != nil {
+			return nil, false, nil
+		}
+		st = ds.(*duckdb.Stmt)
 	}
-	st := ds.(*duckdb.Stmt)
 	if err := st.Bind(named); err != nil {
 		_ = st.Close()
 		return nil, false, nil

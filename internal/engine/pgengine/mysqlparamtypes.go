@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +81,50 @@ func indeterminateParam(ctx context.Context, pc *pgconn.PgConn, sqlText string, 
 		}
 	}
 	return 0
+}
+
+// booleanParams are args with each integer the statement sqlText's description types boolean
+// written as its truth value (0 false, any other true, as MariaDB's TINYINT(1) holds it); ok
+// is false when err is not pgx's refusal to encode a value or no such parameter is found.
+// MySQL has no boolean: its clients send one as a TINY 1 or 0 (mysql2's true and false in a
+// prepared statement's parameters), which pgx cannot encode for PostgreSQL's boolean (1105 to
+// the client). The refusal is pgx's own, before anything reached PostgreSQL, so this is also
+// done inside a transaction.
+func booleanParams(ctx context.Context, db querier, sqlText string, args []any, err error) ([]any, bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) || ctx.Err() != nil {
+		return nil, false
+	}
+	var truths []any
+	_ = withConn(ctx, db, func(c *pgx.Conn) error {
+		sd, err := c.PgConn().Prepare(ctx, "", sqlText, nil)
+		if err != nil || len(sd.ParamOIDs) != len(args) {
+			return err
+		}
+		for i, oid := range sd.ParamOIDs {
+			truth, isInt := integerTruth(args[i])
+			if oid != pgtype.BoolOID || !isInt {
+				continue
+			}
+			if truths == nil {
+				truths = slices.Clone(args)
+			}
+			truths[i] = truth
+		}
+		return nil
+	})
+	return truths, truths != nil
+}
+
+// integerTruth is v's truth value when v is an integer (not 0).
+func integerTruth(v any) (truth, ok bool) {
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int() != 0, true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return rv.Uint() != 0, true
+	}
+	return false, false
 }
 
 // paramAlone is sqlText with parameter n renumbered $1 and every other one NULL; ok is false

@@ -381,6 +381,12 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 			rows, err = e.query(ctx, db, sqlText, args)
 		}
 	}
+	if err != nil && retypesParams(q) { // mysqlparamtypes.go
+		if truths, ok := booleanParams(ctx, db, sqlText, q.Args, err); ok {
+			copy(args[len(args)-len(truths):], truths)
+			rows, err = db.Query(ctx, sqlText, args...)
+		}
+	}
 	for tries := 0; err != nil && tries < len(q.Args) && retypesParams(q) && outsideTx(db); tries++ { // mysqlparamtypes.go
 		typed, ok := typedParam(sqlText, untypedParam(ctx, db, sqlText, q.Args, err), q.Args)
 		if !ok {

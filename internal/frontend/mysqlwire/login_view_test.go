@@ -2,10 +2,13 @@ package mysqlwire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 )
 
 // TestLoginViewKeepsOnlyTheSaltItRead: the salt passwords are checked against is the greeting's,
@@ -37,6 +40,16 @@ func TestLoginViewKeepsOnlyTheSaltItRead(t *testing.T) {
 		want := uint32(gomysql.CLIENT_FOUND_ROWS | gomysql.CLIENT_LOCAL_FILES | gomysql.CLIENT_MULTI_STATEMENTS)
 		if sent.capabilities&want != want || sent.status&gomysql.SERVER_STATUS_AUTOCOMMIT == 0 || !bytes.Equal(sent.salt, salt) {
 			t.Fatalf("the greeting sent: %+v", sent)
+		}
+		wantSent := g
+		wantSent.status |= gomysql.SERVER_STATUS_AUTOCOMMIT
+		wantSent.capabilities |= want
+		if metadata {
+			wantSent.capabilities &^= gomysql.CLIENT_LONG_PASSWORD
+			wantSent.extended = mariadbExtendedMetadata
+		}
+		if !bytes.Equal(out[4:], wantSent.appendTo(nil)) {
+			t.Fatalf("metadata %v: the greeting sent\n% x\nwant\n% x", metadata, out[4:], wantSent.appendTo(nil))
 		}
 		if long := sent.capabilities&gomysql.CLIENT_LONG_PASSWORD != 0; long == metadata {
 			t.Fatalf("metadata %v: CLIENT_LONG_PASSWORD (MySQL's, not MariaDB's) %v", metadata, long)
@@ -132,5 +145,38 @@ func TestParseChangeUserReadsEachLayout(t *testing.T) {
 		if _, err := parseChangeUser(c.p, c.secure); !errors.Is(err, gomysql.ErrMalformPacket) {
 			t.Errorf("%s: %v, want malformed", c.name, err)
 		}
+	}
+}
+
+// changeUserDB sends a COM_CHANGE_USER to user, scrambled for mysql_native_password, naming db.
+func (r *rawSession) changeUserDB(user, password, db string) []byte {
+	r.t.Helper()
+	auth := gomysql.CalcNativePassword(r.salt, []byte(password))
+	p := append([]byte{gomysql.COM_CHANGE_USER}, user+"\x00"...)
+	p = append(append(p, byte(len(auth))), auth...)
+	p = append(append(p, db+"\x00"...), 33, 0)
+	return r.command(append(p, gomysql.AUTH_NATIVE_PASSWORD+"\x00"...))
+}
+
+// TestChangeUserToAMissingDatabaseKeepsTheOldSession: a COM_CHANGE_USER whose password is right
+// but whose database does not exist is refused 1049 and the connection stays the old user's,
+// in the old database, as MariaDB keeps it (not the new user's, which it was refused); one
+// naming a database that exists runs the new user's statements there.
+func TestChangeUserToAMissingDatabaseKeepsTheOldSession(t *testing.T) {
+	backend := frontendtest.NewBackend(withDatabaseTest(frontendtest.AllTypesEngine()))
+	addr := startServer(t, backend, Options{Users: StaticUsers{"alice": "pw", "bob": "pw2"}})
+	r := rawLogin(t, addr, "alice", "pw")
+	if answer := r.changeUserDB("bob", "pw2", "nope"); len(answer) < 3 || answer[0] != gomysql.ERR_HEADER ||
+		binary.LittleEndian.Uint16(answer[1:]) != gomysql.ER_BAD_DB_ERROR {
+		t.Fatalf("a change to bob in a database that does not exist: %q, want ERR 1049", answer)
+	}
+	if u, db := r.currentUser(backend), backend.LastRequest(t).Database; u != "alice" || db != "" {
+		t.Fatalf("after the refused change: the session runs as %q in %q, want alice's in none", u, db)
+	}
+	if answer := r.changeUserDB("bob", "pw2", "test"); answer[0] != gomysql.OK_HEADER {
+		t.Fatalf("a change to bob in test: %q, want OK", answer)
+	}
+	if u, db := r.currentUser(backend), backend.LastRequest(t).Database; u != "bob" || db != "test" {
+		t.Fatalf("after the change: the session runs as %q in %q, want bob's in test", u, db)
 	}
 }
