@@ -6,7 +6,7 @@ SEEDS     ?= 1000
 REPLAY_SECS ?= 120
 PARALLEL  ?= 2
 
-.PHONY: replay-validate check-config run build test test-long test-deps test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio tidy unit fuzz determinism sim bench bench-proxy chaos clean
+.PHONY: replay-validate check-config run build test test-long test-deps test-deps-wire test-deps-ops test-deps-pgclients test-deps-studio tidy unit fuzz fuzz-long determinism sim bench bench-proxy chaos clean
 
 run: build
 	$(BIN)/queryflux serve
@@ -123,26 +123,36 @@ test-long:
 	QUERYFLUX_TEST_RUN=$(TEST_RUN) $(GO) run ./internal/pgtest/leftovers
 
 # Each fuzz target runs for $(FUZZTIME): long enough to catch shallow crashes, short enough for CI.
+# make test fuzzes the targets whose instrumented test binaries build in seconds; the others'
+# binaries (the wire frontends', the worker API's, config's: every dependency instrumented, about
+# 50 s each to build on 2 cores) are fuzzed by `make fuzz-long`. Every target's seed corpus runs in
+# make test either way: go test runs a fuzz target's seeds as a test.
 FUZZ_TARGETS := \
+	./internal/frontend/trinohttp:FuzzTrinoAuth \
+	./internal/frontend/trinohttp:FuzzTrinoRequest \
+	./internal/frontend/trinohttp:FuzzTrinoHeaders \
+	./internal/frontend/flightsql:FuzzFlightAuth \
+	./internal/frontend/flightsql:FuzzFlightCommands \
+	./internal/sqltok:FuzzTokenize \
+	./internal/sqltok:FuzzSplitAndCount \
+	./internal/history:FuzzDecodeBatch
+FUZZ_TARGETS_LONG := \
 	./node/workerapi:FuzzDecodeHeartbeat \
 	./internal/config:FuzzParse \
 	./internal/frontend/pgwire:FuzzPGWireMessages \
 	./internal/frontend/pgwire:FuzzPGWireAuth \
 	./internal/frontend/mysqlwire:FuzzMySQLAuth \
-	./internal/frontend/trinohttp:FuzzTrinoAuth \
-	./internal/frontend/flightsql:FuzzFlightAuth \
-	./internal/frontend/flightsql:FuzzFlightCommands \
-	./internal/sqltok:FuzzTokenize \
-	./internal/sqltok:FuzzSplitAndCount \
-	./internal/history:FuzzDecodeBatch \
-	./internal/frontend/mysqlwire:FuzzMySQLPackets \
-	./internal/frontend/trinohttp:FuzzTrinoRequest \
-	./internal/frontend/trinohttp:FuzzTrinoHeaders
+	./internal/frontend/mysqlwire:FuzzMySQLPackets
+FUZZTIME_LONG ?= 1m
 
 # A failure counts only for an input that fails again when run on its own: the engine's own
 # hiccups (see scripts/fuzz-smoke.sh) are run again.
 fuzz:
 	@GO=$(GO) scripts/fuzz-smoke.sh $(FUZZTIME) $(FUZZ_TARGETS)
+
+# Every fuzz target for $(FUZZTIME_LONG) (about 15 minutes with the builds).
+fuzz-long:
+	@GO=$(GO) scripts/fuzz-smoke.sh $(FUZZTIME_LONG) $(FUZZ_TARGETS_LONG) $(FUZZ_TARGETS)
 
 # Every scenario file, at two seeds, must give the same trace hashes under GOMAXPROCS 1 and 2
 # (seeds run two at a time in the second, so runs sharing a process cannot leak into each other;
