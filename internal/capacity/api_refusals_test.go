@@ -228,7 +228,7 @@ func (downStore) ReleaseBatch(context.Context, []capacity.LeaseRef) (int, error)
 
 // TestStoreFailuresStayInTheLog: when the store fails, the worker is answered 503 "capacity
 // store unavailable" and nothing of the store's error (which may name the database with its
-// password); the failure is counted and logged for the operator.
+// password); the failure is counted and logged for the operator, the password hidden.
 func TestStoreFailuresStayInTheLog(t *testing.T) {
 	var logs bytes.Buffer
 	metrics := capacity.NewMetrics(prometheus.NewRegistry())
@@ -246,8 +246,12 @@ func TestStoreFailuresStayInTheLog(t *testing.T) {
 		if n := testutil.ToFloat64(metrics.CoordinationFailures.WithLabelValues("store-" + c.op)); n != 1 {
 			t.Errorf("%s with the store down: counted %v times, want once", c.path, n)
 		}
-		if !strings.Contains(logs.String(), "capacity store failed") || !strings.Contains(logs.String(), "connection refused") {
+		if !strings.Contains(logs.String(), "capacity store failed") || !strings.Contains(logs.String(), "connection refused") ||
+			!strings.Contains(logs.String(), "db.internal") {
 			t.Errorf("%s with the store down: the failure not logged: %q", c.path, logs.String())
+		}
+		if strings.Contains(logs.String(), "s3cretpw") {
+			t.Errorf("%s with the store down: the log holds the store's password: %q", c.path, logs.String())
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
 
@@ -159,7 +160,7 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = nil
 	}
 	if err != nil {
-		h.log.Warn("history: storing a batch failed", "worker", worker, "batch", batch.BatchID, "records", len(batch.Records), "err", err)
+		h.log.Warn("history: storing a batch failed", "worker", worker, "batch", batch.BatchID, "records", len(batch.Records), "err", redact.Error(err))
 		w.Header().Set("Retry-After", "1")
 		workerapi.WriteError(w, http.StatusServiceUnavailable, "history store unavailable; retry", "")
 		return
