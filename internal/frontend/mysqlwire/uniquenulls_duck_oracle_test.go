@@ -29,17 +29,10 @@ func TestUniqueKeysWithNullsLikeMariaDB(t *testing.T) {
 	ctx := context.Background()
 	tables := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		conns, closeConns := checkSessions(rt, ctx, maria, duck)
+		conns, table, created, closeConns := checkTable(rt, ctx, maria, duck, &tables, "un",
+			"CREATE TABLE %s (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, s VARCHAR(3) NOT NULL, u INT UNIQUE, a INT, b INT, UNIQUE KEY ab (a, b))")
 		defer closeConns()
-		tables++
-		table := fmt.Sprintf("un%d", tables)
-		create := "CREATE TABLE " + table + " (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, s VARCHAR(3) NOT NULL, u INT UNIQUE, a INT, b INT, UNIQUE KEY ab (a, b))"
-		history := []string{create}
-		for name, c := range conns {
-			if _, err := c.ExecContext(ctx, create); err != nil {
-				rt.Fatalf("%s: %s: %v", name, create, err)
-			}
-		}
+		history := []string{created}
 		lastKnown := true
 		for range rapid.IntRange(1, 5).Draw(rt, "statements") {
 			verb := rapid.SampledFrom(uniqueNullsVerbs).Draw(rt, "verb")
