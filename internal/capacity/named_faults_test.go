@@ -60,7 +60,8 @@ func TestAnsweredNamedAcquiresAreNotSettled(t *testing.T) {
 
 // TestLostAcquiresAreBounded: a control plane whose every answer is lost, for longer than
 // lostMax acquires take, leaves at most lostMax named acquires to settle: a worker's memory does
-// not grow with the length of an outage (the oldest, whose leases expire first, are dropped).
+// not grow with the length of an outage (the oldest, whose leases expire first, are dropped);
+// nor when acquires are lost while a round of settles, lost too, is in flight.
 func TestLostAcquiresAreBounded(t *testing.T) {
 	ctx := context.Background()
 	s := sim.New(sim.Opts{Seed: 8})
@@ -81,10 +82,33 @@ func TestLostAcquiresAreBounded(t *testing.T) {
 		}
 		lost = g.LostAcquires()
 	})
+	var g *LeaseGuard
+	afterSettles := 0
+	link.before = func() { // an acquire lost while the settles are sent
+		if g != nil && g.LostAcquires() == 0 {
+			g.lose("c", "meanwhile", n.Env().Now())
+		}
+	}
+	s.Spawn(n, "settles", func() {
+		var err error
+		if g, err = NewLeaseGuard(GuardOptions{Env: n.Env(), Client: NewRemoteDo(link.do), Holder: "w2", LeaseTTL: time.Hour}); err != nil {
+			panic(err)
+		}
+		for i := range lostMax {
+			g.lose("c", fmt.Sprint("r", i), n.Env().Now())
+		}
+		if g.settleLost(ctx) {
+			panic("settles whose answers were lost settled")
+		}
+		afterSettles = g.LostAcquires()
+	})
 	if err := s.Run(24 * time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if lost != lostMax || store.Count("c") != lostMax+3 {
 		t.Fatalf("%d acquires lost: %d kept to settle (%d leases granted), want %d", lostMax+3, lost, store.Count("c"), lostMax)
+	}
+	if afterSettles != lostMax {
+		t.Fatalf("%d lost acquires, one more lost while their settles were lost: %d kept to settle, want %d", lostMax, afterSettles, lostMax)
 	}
 }
