@@ -578,7 +578,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, q *runningQuery,
 	for k, v := range header {
 		w.Header()[k] = v
 	}
-	w.Header()["Content-Type"] = jsonType
+	if !httplite.SetContentType(w, jsonType[0]) {
+		w.Header()["Content-Type"] = jsonType
+	}
 	w.Write(body)
 	if scratch != nil { // the whole result, in the POST: nothing can ask for it again
 		putPageScratch(scratch, body)
