@@ -3,6 +3,7 @@ package proxy
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -71,6 +72,11 @@ func isSchema(name string, schemas ...string) bool {
 		// or longer by its non-ASCII letters ('ſ', 'K': 2 and 3 bytes for s and k), never
 		// shorter nor more than 3 times as long. Every statement asks (statement.go).
 		if len(name) < len(s) || len(name) > 3*len(s) {
+			continue
+		}
+		// An ASCII first byte folds only to its other case (each schema starts with a lower-case
+		// letter): most names differ there, without EqualFold's call.
+		if len(s) > 0 && name[0] < utf8.RuneSelf && name[0]|0x20 != s[0] {
 			continue
 		}
 		if strings.EqualFold(name, s) {
