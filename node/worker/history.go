@@ -99,17 +99,13 @@ func HistoryRecordOf(r *proxy.Record) history.Record {
 //
 // last and lastLines are the last call's steps (a copy) and lines: most queries of a node get
 // the trace of the query before (one router decides for a whole protocol), found so by
-// comparing the steps, without their key's bytes and its hash. lastSrc is the caller's slice
-// of those steps: a runtime's decision for a protocol hands every query the one slice, found
-// so by its address alone (a Decision's steps are appended, never written once routed), and
-// holding it keeps its array from being reused for other steps.
+// comparing the steps, without their key's bytes and its hash.
 var traceLines struct {
 	sync.Mutex
 	key       []byte
 	m         map[string][]string
 	last      []proxy.TraceStep
 	lastLines []string
-	lastSrc   []proxy.TraceStep
 }
 
 // traceLinesMax bounds traceLines; traceKeyMax is the longest key it keeps.
@@ -124,16 +120,12 @@ func routingTrace(steps []proxy.TraceStep) []string {
 		return nil
 	}
 	traceLines.Lock()
-	if src := traceLines.lastSrc; len(steps) == len(src) && &steps[0] == &src[0] {
+	if slices.Equal(steps, traceLines.last) {
 		lines := traceLines.lastLines
 		traceLines.Unlock() // nothing above can panic: no defer's ~30 instructions a record
 		return lines
 	}
 	defer traceLines.Unlock()
-	traceLines.lastSrc = steps
-	if slices.Equal(steps, traceLines.last) {
-		return traceLines.lastLines
-	}
 	lines := tracedLines(steps)
 	traceLines.last, traceLines.lastLines = append(traceLines.last[:0], steps...), lines
 	return lines

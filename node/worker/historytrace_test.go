@@ -13,7 +13,7 @@ import (
 // TestHistoryTraceIsTheRecordsSteps: a record's routing trace in the history is its own steps'
 // lines whatever the records before it carried: the very slice of the record before (a
 // runtime's decision for a protocol), an equal copy, other steps of the same length, a shorter
-// or longer slice of the same array, or none.
+// or longer slice of the same array, the same slice with a step written over in place, or none.
 func TestHistoryTraceIsTheRecordsSteps(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		step := rapid.Custom(func(t *rapid.T) proxy.TraceStep {
@@ -26,7 +26,7 @@ func TestHistoryTraceIsTheRecordsSteps(t *testing.T) {
 		})
 		steps := rapid.SliceOfN(step, 0, 3).Draw(t, "first")
 		for i := range rapid.IntRange(1, 12).Draw(t, "records") {
-			switch rapid.IntRange(0, 4).Draw(t, fmt.Sprintf("next %d", i)) {
+			switch rapid.IntRange(0, 5).Draw(t, fmt.Sprintf("next %d", i)) {
 			case 0: // the very slice again
 			case 1:
 				steps = slices.Clone(steps)
@@ -38,6 +38,10 @@ func TestHistoryTraceIsTheRecordsSteps(t *testing.T) {
 				}
 			case 4:
 				steps = rapid.SliceOfN(step, 0, 3).Draw(t, fmt.Sprintf("new %d", i))
+			case 5:
+				if len(steps) > 0 {
+					steps[rapid.IntRange(0, len(steps)-1).Draw(t, fmt.Sprintf("written %d", i))] = step.Draw(t, fmt.Sprintf("over %d", i))
+				}
 			}
 			var want []string
 			for _, s := range steps {
