@@ -60,10 +60,24 @@ var (
 // (sharedNeedsOf: one pass, no allocation; a PostgreSQL client's every new Parse pays it),
 // and a MySQL client's current database is none of the schemas that hold them.
 func maySeeSessions(sql, database string) bool {
-	if database != "" && isSchema(database, "information_schema", "performance_schema", "sys") {
+	if isSystemSchema(database) {
 		return true
 	}
 	return sharedNeedsOf(sql)&needSessions != 0
+}
+
+// isSystemSchema is isSchema(name, "information_schema", "performance_schema", "sys"), the
+// schemas that show the engine's sessions, which every MySQL statement asks: a name of a length
+// none of them can have (isSchema's bounds: 3-9 bytes for sys, 18-54 for the others) is none
+// of them at once, and a short one only sys.
+func isSystemSchema(name string) bool {
+	switch n := len(name); {
+	case n >= 3 && n <= 9:
+		return isSchema(name, "sys")
+	case n >= 18 && n <= 54:
+		return isSchema(name, "information_schema", "performance_schema")
+	}
+	return false
 }
 
 func isSchema(name string, schemas ...string) bool {
