@@ -73,6 +73,9 @@ func maySeeSessions(sql, database string) bool {
 func isSystemSchema(name string) bool {
 	switch n := len(name); {
 	case n >= 3 && n <= 9:
+		if name[0] < utf8.RuneSelf && name[0]|0x20 != 's' {
+			return false // isSchema's first-byte test, without its call
+		}
 		return isSchema(name, "sys")
 	case n >= 18 && n <= 54:
 		return isSchema(name, "information_schema", "performance_schema")
