@@ -72,7 +72,8 @@ func TestCapacityStoreFailuresLogNoPassword(t *testing.T) {
 
 // TestAdminRevokeRefusesBadInputOnce: an admin's revoke that is not JSON, has an unknown field,
 // names a malformed lease or is of another media type is answered with one error naming what
-// was wrong, and revokes nothing; one of a lease never granted is 404.
+// was wrong, and revokes nothing; one of a lease never granted is 404. A good one is answered
+// the lease revoked.
 func TestAdminRevokeRefusesBadInputOnce(t *testing.T) {
 	h, store, _, _ := authority(t, 30*time.Second, &recordingFence{})
 	w := h.register("w")
@@ -101,5 +102,10 @@ func TestAdminRevokeRefusesBadInputOnce(t *testing.T) {
 		if ls, _ := store.List(context.Background(), "c1"); len(ls) != 1 || ls[0].Revoked {
 			t.Fatalf("%s: the lease after the refusal: %+v, want held", c.what, ls)
 		}
+	}
+	code, raw := h.do("POST", PathAdminLeaseRevoke, adminToken, capacity.MediaJSON, `{"lease":"c1#1"}`)
+	var resp RevokeResponse
+	if code != 200 || json.Unmarshal(raw, &resp) != nil || resp.Lease.ID != "c1#1" || !resp.Lease.Revoked || capacity.HolderWorker(resp.Lease.Holder) != "w" {
+		t.Fatalf("the revoke of w's lease: %d %s, want 200 naming the lease, revoked, and its holder", code, raw)
 	}
 }
