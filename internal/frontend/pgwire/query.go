@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -37,8 +38,9 @@ type preparedStmt struct {
 	named     bool     // prepared under a name (not the unnamed statement)
 	paramOIDs []uint32 // declared by the client; 0 = unspecified, refined by Describe
 	desc      *engine.Description
-	key       string // on engine connections: the SQL and declared types (stmtKey)
-	held      int    // bytes counted against the connection's budget (keepStmt)
+	result    *arrow.Schema // a named statement's first run's columns, when it ran undescribed (resultChanged)
+	key       string        // on engine connections: the SQL and declared types (stmtKey)
+	held      int           // bytes counted against the connection's budget (keepStmt)
 }
 
 // portal is a bound statement (Bind), and once started, its open result stream.
@@ -155,6 +157,11 @@ func (c *conn) startPortal(p *portal) error {
 	if err != nil {
 		return c.runError(err)
 	}
+	if err := resultChanged(p.stmt, rows.Schema()); err != nil {
+		_ = rows.Close()
+		c.failTx()
+		return err
+	}
 	p.rows = rows
 	if schema := rows.Schema(); schema != nil {
 		encs, err := encodersFor(c.typeMap, schema, p.formats)
@@ -164,6 +171,36 @@ func (c *conn) startPortal(p *portal) error {
 		p.encs = encs
 	}
 	return nil
+}
+
+// resultChanged refuses, as PostgreSQL does, the run of a named statement whose columns are no
+// longer those its Describe (or its first run) gave the client, by number, type or name (an ALTER of its table, a view replaced): a client
+// that keeps a statement also keeps its description (JDBC reads the rows of a Bind/Execute by
+// it, with no new Describe), so rows of other columns would be misread. The client prepares it
+// again, as it does on PostgreSQL (pgjdbc on this error, by itself).
+func resultChanged(st *preparedStmt, schema *arrow.Schema) error {
+	if !st.named || schema == nil {
+		return nil
+	}
+	described := st.result
+	if st.desc != nil && st.desc.Schema != nil {
+		described = st.desc.Schema
+	}
+	if described == nil {
+		st.result = schema // its first run: psycopg 3 describes the portal, never the statement
+		return nil
+	}
+	same := described.NumFields() == schema.NumFields()
+	for i := 0; same && i < schema.NumFields(); i++ {
+		was, _ := engine.PGTypeOf(described.Field(i))
+		now, _ := engine.PGTypeOf(schema.Field(i))
+		same = was == now && described.Field(i).Name == schema.Field(i).Name
+	}
+	if same {
+		return nil
+	}
+	// pgjdbc prepares the statement again and retries when the error names PostgreSQL's routine.
+	return &pgconn.PgError{Severity: "ERROR", Code: sqlstate.FeatureNotSupported, Message: "cached plan must not change result type", Routine: "RevalidateCachedQuery"}
 }
 
 // executePortal sends up to rowsMax rows (0 = all) of a started portal, then PortalSuspended
