@@ -38,7 +38,7 @@ type preparedStmt struct {
 	named     bool     // prepared under a name (not the unnamed statement)
 	paramOIDs []uint32 // declared by the client; 0 = unspecified, refined by Describe
 	desc      *engine.Description
-	result    *arrow.Schema // a named statement's first run's columns, when it ran undescribed (resultChanged)
+	result    *arrow.Schema // a named statement's first run's columns (resultChanged)
 	key       string        // on engine connections: the SQL and declared types (stmtKey)
 	held      int           // bytes counted against the connection's budget (keepStmt)
 }
@@ -174,33 +174,48 @@ func (c *conn) startPortal(p *portal) error {
 }
 
 // resultChanged refuses, as PostgreSQL does, the run of a named statement whose columns are no
-// longer those its Describe (or its first run) gave the client, by number, type or name (an ALTER of its table, a view replaced): a client
-// that keeps a statement also keeps its description (JDBC reads the rows of a Bind/Execute by
-// it, with no new Describe), so rows of other columns would be misread. The client prepares it
-// again, as it does on PostgreSQL (pgjdbc on this error, by itself).
+// longer those its Describe or its first run gave the client: a client that keeps a statement
+// also keeps its description (JDBC reads the rows of a Bind/Execute by it, with no new
+// Describe), so rows of other columns would be misread. The client prepares it again, as it
+// does on PostgreSQL (pgjdbc on this error, by itself). A Describe is held to the columns'
+// number and names only: an engine may describe a type a little differently than its run
+// answers it (DuckDB's DESCRIBE), which a client reads alike in text; a run is held to the
+// first run's types too.
 func resultChanged(st *preparedStmt, schema *arrow.Schema) error {
 	if !st.named || schema == nil {
 		return nil
 	}
-	described := st.result
-	if st.desc != nil && st.desc.Schema != nil {
-		described = st.desc.Schema
-	}
-	if described == nil {
-		st.result = schema // its first run: psycopg 3 describes the portal, never the statement
-		return nil
-	}
-	same := described.NumFields() == schema.NumFields()
-	for i := 0; same && i < schema.NumFields(); i++ {
-		was, _ := engine.PGTypeOf(described.Field(i))
-		now, _ := engine.PGTypeOf(schema.Field(i))
-		same = was == now && described.Field(i).Name == schema.Field(i).Name
-	}
-	if same {
+	if st.result != nil {
+		if sameColumns(st.result, schema, true) {
+			return nil
+		}
+	} else if st.desc == nil || st.desc.Schema == nil || sameColumns(st.desc.Schema, schema, false) {
+		st.result = schema
 		return nil
 	}
 	// pgjdbc prepares the statement again and retries when the error names PostgreSQL's routine.
 	return &pgconn.PgError{Severity: "ERROR", Code: sqlstate.FeatureNotSupported, Message: "cached plan must not change result type", Routine: "RevalidateCachedQuery"}
+}
+
+// sameColumns: was and now have the same columns by number and name, and by PostgreSQL type
+// when typed.
+func sameColumns(was, now *arrow.Schema, typed bool) bool {
+	if was.NumFields() != now.NumFields() {
+		return false
+	}
+	for i := range now.NumFields() {
+		if was.Field(i).Name != now.Field(i).Name {
+			return false
+		}
+		if typed {
+			a, _ := engine.PGTypeOf(was.Field(i))
+			b, _ := engine.PGTypeOf(now.Field(i))
+			if a != b {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // executePortal sends up to rowsMax rows (0 = all) of a started portal, then PortalSuspended
