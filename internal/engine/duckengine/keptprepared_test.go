@@ -7,7 +7,6 @@ import (
 
 	"github.com/duckdb/duckdb-go/v2"
 
-	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/query"
 )
 
@@ -16,11 +15,7 @@ import (
 // SELECT: a SET VARIABLE in between is read (DuckDB reads getvariable when it binds, and binds a
 // prepared statement again only for a catalog change), and so is an ADD COLUMN.
 func TestAQueryRunsTheStatementItsPrepareKept(t *testing.T) {
-	qe, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = qe.Close() })
+	qe := openMemory(t)
 	ctx := context.Background()
 	conn, err := qe.(*Engine).conn(ctx)
 	if err != nil {
@@ -123,11 +118,7 @@ func TestAQueryRunsTheStatementItsPrepareKept(t *testing.T) {
 // connection between the keep and the run is read: a SET VARIABLE the write reads, a column
 // added to the table it writes.
 func TestAWriteRunsTheStatementItsPrepareKept(t *testing.T) {
-	qe, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = qe.Close() })
+	qe := openMemory(t)
 	e := qe.(*Engine)
 	ctx := context.Background()
 	exec := func(sql string, args ...any) string {
@@ -219,11 +210,7 @@ func TestAWriteRunsTheStatementItsPrepareKept(t *testing.T) {
 // key) through Execute, each run as its statement() kept it; cpu-us/op is the process's CPU per
 // write (a count that holds under load).
 func BenchmarkKeptWrites(b *testing.B) {
-	qe, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = qe.Close() })
+	qe := openMemory(b)
 	ctx := context.Background()
 	exec := func(sql string, args ...any) {
 		rows, err := qe.Execute(ctx, &query.Request{SQL: sql, Args: args, Protocol: query.ProtocolPostgres})
