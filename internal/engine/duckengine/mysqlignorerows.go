@@ -3,6 +3,7 @@ package duckengine
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -16,12 +17,11 @@ import (
 // one UNIQUE key for a collision and keeps one of them, where NULLs never collide (MariaDB
 // keeps all): `INSERT OR IGNORE INTO t VALUES (5, NULL), (6, NULL), (7, NULL)` kept one row,
 // silently. Against rows already in the table, and for one row, it is right. So a MySQL
-// client's INSERT IGNORE ... VALUES of several rows into a table with a UNIQUE key over a
-// nullable column (a constraint, or a unique index) runs a row at a time, in one transaction:
-// each row sees the ones before it, as MariaDB writes them. The AUTO_INCREMENT ids are InnoDB's
-// for the whole statement (its rows reserved at the first that needs one; an ignored row's id
-// given back to the next row, as the handler's restore_auto_increment does), written into each
-// row. The cost is a statement a row, for such
+// client's INSERT IGNORE ... VALUES of several rows, or INSERT IGNORE ... SELECT (its rows read
+// first: mysqlrowsource.go), into a table with a UNIQUE key over a nullable column (a
+// constraint, or a unique index) runs a row at a time, in one transaction: each row sees the
+// ones before it, as MariaDB writes them. The AUTO_INCREMENT ids are InnoDB's for the whole
+// statement (idReservation), written into each row. The cost is a statement a row, for such
 // statements only.
 
 // ignoreByRows runs client, a MySQL client's INSERT IGNORE, a row at a time when it needs to
@@ -32,98 +32,80 @@ func (s *session) ignoreByRows(ctx context.Context, client *query.Request) (quer
 		return nil, false, nil
 	}
 	u, end, ok := readInsertRows(client.SQL, toks, i, argsOf)
-	if !ok || end != len(toks) || len(u.rows) < 2 || !nullableUnique(ctx, s.conn, u.db, u.table) {
+	if !ok || end != len(toks) || u.selected.text == "" && len(u.rows) < 2 || !nullableUnique(ctx, s.conn, u.db, u.table) {
 		return nil, false, nil
 	}
 	if !u.fillColumns(ctx, s) {
 		return nil, false, nil // the INSERT says what is wrong itself
 	}
 	ai, hasAI := lookupAI(ctx, s.conn, u.db, u.table)
-	explicit := make([]int64, len(u.rows))
-	generate := make([]bool, len(u.rows))
-	if hasAI {
-		for r, row := range u.rows {
-			if explicit[r], generate[r], ok = u.aiValue(row, ai.name); !ok {
-				return nil, false, nil // an id not known before it runs: the plain path's
-			}
-		}
+	if _, _, ok := u.ids(ai, hasAI); !ok {
+		return nil, false, nil // an id not known before it runs: the plain path's
 	}
-	return s.byRows(ctx, client, func() (engine.TagRows, error) { return s.ignoreRows(ctx, client, &u, ai, hasAI, explicit, generate) })
+	return s.byRows(ctx, client, func() (engine.TagRows, error) { return s.ignoreRows(ctx, client, &u, ai, hasAI) })
 }
 
-// ignoreRows inserts u's rows one at a time, ignoring each that collides, and answers the
-// statement's MySQL tag. The ids are InnoDB's (assignIDs' state, a row at a time): an ignored
-// row gives its id back to the next row (the handler's restore_auto_increment), and its
-// explicit id does not move the counter.
-func (s *session) ignoreRows(ctx context.Context, client *query.Request, u *rowUpsert, ai aiColumn, hasAI bool, explicit []int64, generate []bool) (engine.TagRows, error) {
-	var c counter
-	if hasAI {
-		var err error
-		if c, err = readCounter(ctx, s.conn, ai.seq); err != nil {
-			return "", err
+// ids are the AUTO_INCREMENT values u's rows give (aiValue's); ok is false when one is not
+// known before the row runs.
+func (u *rowUpsert) ids(ai aiColumn, hasAI bool) (explicit []int64, generate []bool, ok bool) {
+	explicit, generate = make([]int64, len(u.rows)), make([]bool, len(u.rows))
+	if !hasAI {
+		return explicit, generate, true
+	}
+	for r, row := range u.rows {
+		if explicit[r], generate[r], ok = u.aiValue(row, ai.name); !ok {
+			return nil, nil, false
 		}
 	}
-	high := c.value()
-	var next, end, left, reserved int64
-	var affected, firstGenerated, lastExplicit int64
+	return explicit, generate, true
+}
+
+// errIDNotNumber refuses a row whose AUTO_INCREMENT value a SELECT gave as other than a whole
+// number.
+var errIDNotNumber = errors.New("duckengine: a row's AUTO_INCREMENT value is not a whole number")
+
+// ignoreRows inserts u's rows one at a time, ignoring each that collides, and answers the
+// statement's MySQL tag. The ids are InnoDB's (idReservation).
+func (s *session) ignoreRows(ctx context.Context, client *query.Request, u *rowUpsert, ai aiColumn, hasAI bool) (engine.TagRows, error) {
+	if err := s.readSource(ctx, client, u); err != nil {
+		return "", err
+	}
+	explicit, generate, ok := u.ids(ai, hasAI)
+	if !ok {
+		return "", errIDNotNumber
+	}
+	selected := u.selected.text != ""
+	known := int64(len(u.rows))
+	if selected {
+		known = 0
+	}
+	ids, err := newIDReservation(ctx, s.conn, ai, hasAI, known, selected)
+	if err != nil {
+		return "", err
+	}
+	var affected, firstGenerated, lastID int64
 	var warnings []mysqlengine.Warning
 	for r, row := range u.rows {
-		prevNext, id, written := next, explicit[r], high
-		if generate[r] {
-			if next == 0 || next >= end {
-				if left == 0 {
-					left = int64(len(u.rows))
-				}
-				if err := moveTo(ctx, s.conn, ai.seq, &c, high); err != nil {
-					return "", err
-				}
-				first, err := reserve(ctx, s.conn, ai.seq, &c, left)
-				if err != nil {
-					return "", err
-				}
-				next, end, reserved = first, first+left, first+left
-				high = max(high, end)
-			}
-			id = next
-			next++
-			written = high
-		} else if hasAI {
-			if next > 0 && id >= next {
-				next = id + 1
-			}
-			if id >= reserved && id > 0 {
-				written = max(high, id+1)
-			}
-		}
-		if left > 0 {
-			left--
+		id, err := ids.take(ctx, generate[r], explicit[r])
+		if err != nil {
+			return "", err
 		}
 		n, notes, err := s.ignoreRow(ctx, client, u, row, ai, hasAI, generate[r], id)
 		if err != nil {
 			return "", err
 		}
+		ids.done(n > 0)
 		warnings = append(warnings, notes...)
 		affected += n
-		if n == 0 {
-			if prevNext > 0 || !generate[r] {
-				next = prevNext
-			} else {
-				next = id
-			}
-			continue
-		}
-		high = written
-		if generate[r] && firstGenerated == 0 {
+		// Without a generated id inserted, the OK packet carries the id of the last row read,
+		// inserted or not (the AUTO_INCREMENT field as the statement leaves it).
+		lastID = id
+		if n > 0 && generate[r] && firstGenerated == 0 {
 			firstGenerated = id
 		}
-		if !generate[r] {
-			lastExplicit = id
-		}
 	}
-	if hasAI {
-		if err := moveTo(ctx, s.conn, ai.seq, &c, high); err != nil {
-			return "", err
-		}
+	if err := ids.finish(ctx); err != nil {
+		return "", err
 	}
 	cnt := strconv.FormatInt(affected, 10)
 	var tag string
@@ -133,7 +115,7 @@ func (s *session) ignoreRows(ctx context.Context, client *query.Request, u *rowU
 	case firstGenerated != 0:
 		tag = "INSERT " + strconv.FormatInt(firstGenerated, 10) + " " + cnt
 	case hasAI:
-		tag = "INSERT explicit:" + strconv.FormatInt(lastExplicit, 10) + " " + cnt
+		tag = "INSERT explicit:" + strconv.FormatInt(lastID, 10) + " " + cnt
 	default:
 		tag = "INSERT 0 " + cnt
 	}

@@ -34,8 +34,10 @@ type rowUpsert struct {
 	db, table string
 	tableText string      // the table as the client wrote it
 	columns   []string    // the columns given (all the table's without a column list)
-	rows      [][]sqlPart // each row's values, as written
+	rows      [][]sqlPart // each row's values, as written (a SELECT's: as it answered them, read by readSource)
 	sets      []upsertSet
+	// selected is the statement's SELECT (INSERT ... SELECT), its text "" for VALUES.
+	selected sqlPart
 }
 
 // sqlPart is a piece of a statement's text and the arguments of its parameters, in order.
@@ -80,7 +82,7 @@ func readRowUpsert(sqlText string, args []any) (u rowUpsert, ok bool) {
 		return u, false
 	}
 	u, i, ok = readInsertRows(sqlText, toks, i, argsOf)
-	if !ok {
+	if !ok || u.selected.text != "" {
 		return u, false
 	}
 	if i+4 >= len(toks) || !toks[i].IsWord("on") || !toks[i+1].IsWord("duplicate") || !toks[i+2].IsWord("key") || !toks[i+3].IsWord("update") {
@@ -144,8 +146,8 @@ func readRowInsert(sqlText string, args []any, allowed ...string) (toks []sqltok
 	return toks, argsOf, i, i+1 < len(toks)
 }
 
-// readInsertRows reads toks from the table's name (toks[i]) through the VALUES rows: the
-// index after them.
+// readInsertRows reads toks from the table's name (toks[i]) through the VALUES rows, or the
+// SELECT (u.selected, to ON DUPLICATE KEY UPDATE or the end): the index after them.
 func readInsertRows(sqlText string, toks []sqltok.Token, i int, argsOf func([]sqltok.Token) []any) (u rowUpsert, end int, ok bool) {
 	start := toks[i]
 	u.table = identText(toks[i])
@@ -170,6 +172,22 @@ func readInsertRows(sqlText string, toks []sqltok.Token, i int, argsOf func([]sq
 			u.columns = append(u.columns, identText(d[0]))
 		}
 		i = end + 1
+	}
+	if i < len(toks) && (toks[i].IsWord("select", "with") || toks[i].Text == "(" && i+1 < len(toks) && toks[i+1].IsWord("select", "with")) {
+		end := len(toks)
+		for k, depth := i, 0; k < len(toks); k++ {
+			switch {
+			case toks[k].Text == "(":
+				depth++
+			case toks[k].Text == ")":
+				depth--
+			case depth == 0 && k+3 < len(toks) && toks[k].IsWord("on") && toks[k+1].IsWord("duplicate") && toks[k+2].IsWord("key") && toks[k+3].IsWord("update"):
+				end, k = k, len(toks)
+			}
+		}
+		last := toks[end-1]
+		u.selected = sqlPart{sqlText[toks[i].Pos : last.Pos+len(last.Text)], argsOf(toks[i:end])}
+		return u, end, true
 	}
 	if i >= len(toks) || !toks[i].IsWord("values", "value") {
 		return u, 0, false
@@ -356,66 +374,31 @@ func (s *session) sub(ctx context.Context, client *query.Request, sqlText string
 func (s *session) upsertRows(ctx context.Context, client *query.Request, u *rowUpsert) (engine.TagRows, error) {
 	keys := keyedColumns(ctx, s.conn, u.db, u.table)
 	ai, hasAI := lookupAI(ctx, s.conn, u.db, u.table)
-	var c counter
-	if hasAI {
-		var err error
-		if c, err = readCounter(ctx, s.conn, ai.seq); err != nil {
-			return "", err
-		}
+	explicit, generate, ok := u.ids(ai, hasAI)
+	if !ok {
+		return "", errIDNotNumber
 	}
-	// InnoDB's counter (high) and the statement's reservation, as aiInsert.assign keeps them.
-	high := c.value()
-	var next, end, left, reserved int64
+	ids, err := newIDReservation(ctx, s.conn, ai, hasAI, int64(len(u.rows)), false)
+	if err != nil {
+		return "", err
+	}
 	var affected, okID, firstGenerated int64
-	for _, row := range u.rows {
-		generate, explicit := false, int64(0)
-		if hasAI {
-			var ok bool
-			if explicit, generate, ok = u.aiValue(row, ai.name); !ok {
-				return "", errors.New("duckengine: an upsert's AUTO_INCREMENT value is not a number")
-			}
-		}
+	for r, row := range u.rows {
 		key, foundID, err := s.upsertTarget(ctx, client, u, row, keys, ai.name)
 		if err != nil {
 			return "", err
 		}
-		id := explicit
-		if generate {
-			if next == 0 || next >= end {
-				if left == 0 {
-					left = int64(len(u.rows))
-				}
-				if err := moveTo(ctx, s.conn, ai.seq, &c, high); err != nil {
-					return "", err
-				}
-				first, err := reserve(ctx, s.conn, ai.seq, &c, left)
-				if err != nil {
-					return "", err
-				}
-				next, end, reserved = first, first+left, first+left
-				high = max(high, end)
-			}
-			id = next
-			if key == nil {
-				next++ // a row that updates gives its value back (InnoDB's restore_auto_increment)
-			}
-		} else if hasAI {
-			if next > 0 && explicit >= next {
-				next = explicit + 1
-			}
-			if explicit >= reserved && explicit > 0 {
-				high = max(high, explicit+1)
-			}
-		}
-		if left > 0 {
-			left--
+		id, err := ids.take(ctx, generate[r], explicit[r])
+		if err != nil {
+			return "", err
 		}
 		if key == nil {
-			if err := s.upsertInsert(ctx, client, u, row, hasAI, ai.name, generate, id); err != nil {
+			if err := s.upsertInsert(ctx, client, u, row, hasAI, ai.name, generate[r], id); err != nil {
 				return "", err
 			}
+			ids.done(true)
 			affected++
-			if generate && firstGenerated == 0 {
+			if generate[r] && firstGenerated == 0 {
 				firstGenerated = id
 			}
 			if hasAI {
@@ -423,6 +406,7 @@ func (s *session) upsertRows(ctx context.Context, client *query.Request, u *rowU
 			}
 			continue
 		}
+		ids.done(false) // a row that updates gives its value back (InnoDB's restore_auto_increment)
 		changed, err := s.upsertUpdate(ctx, client, u, row, key)
 		if err != nil {
 			return "", err
@@ -435,10 +419,8 @@ func (s *session) upsertRows(ctx context.Context, client *query.Request, u *rowU
 			affected++
 		}
 	}
-	if hasAI {
-		if err := moveTo(ctx, s.conn, ai.seq, &c, high); err != nil {
-			return "", err
-		}
+	if err := ids.finish(ctx); err != nil {
+		return "", err
 	}
 	n := strconv.FormatInt(affected, 10)
 	if firstGenerated != 0 {
@@ -540,7 +522,7 @@ func (s *session) upsertInsert(ctx context.Context, client *query.Request, u *ro
 		cols = append(cols, mysqlIdent(aiName))
 		vals.add(", ", strconv.FormatInt(id, 10))
 	}
-	rows, err := s.sub(ctx, client, "INSERT INTO "+u.tableText+" ("+strings.Join(cols, ", ")+") VALUES ("+vals.b.String()+")", vals.args...)
+	rows, err := s.sub(context.WithValue(ctx, givenIDs{}, true), client, "INSERT INTO "+u.tableText+" ("+strings.Join(cols, ", ")+") VALUES ("+vals.b.String()+")", vals.args...)
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,22 @@ func checkSessions(rt *rapid.T, ctx context.Context, maria, duck *sql.DB) (conns
 	}
 }
 
+// checkTable opens checkSessions' pair and creates on both the table create names (%s: prefix
+// and the next of *tables): the sessions, the table's name and its CREATE.
+func checkTable(rt *rapid.T, ctx context.Context, maria, duck *sql.DB, tables *int, prefix, create string) (conns map[string]*sql.Conn, table, created string, closeConns func()) {
+	conns, closeConns = checkSessions(rt, ctx, maria, duck)
+	*tables++
+	table = fmt.Sprintf("%s%d", prefix, *tables)
+	created = fmt.Sprintf(create, table)
+	for name, c := range conns {
+		if _, err := c.ExecContext(ctx, created); err != nil {
+			closeConns()
+			rt.Fatalf("%s: %s: %v", name, created, err)
+		}
+	}
+	return conns, table, created, closeConns
+}
+
 // TestAutoIncrementLikeMariaDB: random sequences of INSERTs into a table with an
 // AUTO_INCREMENT column (explicit ids below, at and far above the counter, NULL, 0, DEFAULT,
 // the column left out; one row or several; as text or as a prepared statement's parameters)
@@ -102,20 +118,13 @@ func TestAutoIncrementLikeMariaDB(t *testing.T) {
 	ctx := context.Background()
 	tables := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		conns, closeConns := checkSessions(rt, ctx, maria, duck)
-		defer closeConns()
-		tables++
-		table := fmt.Sprintf("ai%d", tables)
-		create := "CREATE TABLE " + table + " (id INT NOT NULL AUTO_INCREMENT, v INT, PRIMARY KEY (id))"
+		create := "CREATE TABLE %s (id INT NOT NULL AUTO_INCREMENT, v INT, PRIMARY KEY (id))"
 		if start := rapid.SampledFrom([]int{0, 1, 50}).Draw(rt, "start"); start > 0 {
 			create += " AUTO_INCREMENT=" + strconv.Itoa(start)
 		}
-		history := []string{create}
-		for name, c := range conns {
-			if _, err := c.ExecContext(ctx, create); err != nil {
-				rt.Fatalf("%s: %s: %v", name, create, err)
-			}
-		}
+		conns, table, created, closeConns := checkTable(rt, ctx, maria, duck, &tables, "ai", create)
+		defer closeConns()
+		history := []string{created}
 		used := map[int64]bool{}
 		for range rapid.IntRange(1, 8).Draw(rt, "statements") {
 			st := aiStatement{params: rapid.Bool().Draw(rt, "params")}

@@ -33,17 +33,10 @@ func TestAutoIncrementOfRefusedRowsLikeMariaDB(t *testing.T) {
 	ctx := context.Background()
 	tables := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		conns, closeConns := checkSessions(rt, ctx, maria, duck)
+		conns, table, created, closeConns := checkTable(rt, ctx, maria, duck, &tables, "air",
+			"CREATE TABLE %s (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, s VARCHAR(3) NOT NULL, u INT UNIQUE)")
 		defer closeConns()
-		tables++
-		table := fmt.Sprintf("air%d", tables)
-		create := "CREATE TABLE " + table + " (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, s VARCHAR(3) NOT NULL, u INT UNIQUE)"
-		history := []string{create}
-		for name, c := range conns {
-			if _, err := c.ExecContext(ctx, create); err != nil {
-				rt.Fatalf("%s: %s: %v", name, create, err)
-			}
-		}
+		history := []string{created}
 		// After a refusal MariaDB's LAST_INSERT_ID() is the first id of the rows written
 		// before the refused one; here it stays as it was (not compared until an id is
 		// generated again).

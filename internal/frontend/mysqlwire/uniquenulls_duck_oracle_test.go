@@ -29,17 +29,10 @@ func TestUniqueKeysWithNullsLikeMariaDB(t *testing.T) {
 	ctx := context.Background()
 	tables := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		conns, closeConns := checkSessions(rt, ctx, maria, duck)
+		conns, table, created, closeConns := checkTable(rt, ctx, maria, duck, &tables, "un",
+			"CREATE TABLE %s (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, s VARCHAR(3) NOT NULL, u INT UNIQUE, a INT, b INT, UNIQUE KEY ab (a, b))")
 		defer closeConns()
-		tables++
-		table := fmt.Sprintf("un%d", tables)
-		create := "CREATE TABLE " + table + " (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, s VARCHAR(3) NOT NULL, u INT UNIQUE, a INT, b INT, UNIQUE KEY ab (a, b))"
-		history := []string{create}
-		for name, c := range conns {
-			if _, err := c.ExecContext(ctx, create); err != nil {
-				rt.Fatalf("%s: %s: %v", name, create, err)
-			}
-		}
+		history := []string{created}
 		lastKnown := true
 		for range rapid.IntRange(1, 5).Draw(rt, "statements") {
 			verb := rapid.SampledFrom(uniqueNullsVerbs).Draw(rt, "verb")
@@ -49,29 +42,31 @@ func TestUniqueKeysWithNullsLikeMariaDB(t *testing.T) {
 			}
 			var rows []string
 			generates := omit
+			selected := strings.HasSuffix(verb, "SELECT")
 			for r := range rapid.IntRange(1, 5).Draw(rt, "rows") {
-				vals := "'" + string(rune('a'+r)) + "', " + key("u") + ", " + key("a") + ", " + key("b")
+				vals := []string{"'" + string(rune('a'+r)) + "'", key("u"), key("a"), key("b")}
 				if !omit {
 					id := rapid.SampledFrom([]string{"NULL", "NULL", "0", "2", "9"}).Draw(rt, "id")
 					generates = generates || id == "NULL" || id == "0"
-					vals = id + ", " + vals
+					vals = append([]string{id}, vals...)
 				}
-				rows = append(rows, "("+vals+")")
+				rows = append(rows, rowText(vals, r, selected))
 			}
-			text := verb
-			switch verb {
-			case "UPSERT":
+			text, _ := strings.CutSuffix(verb, " SELECT")
+			if verb == "UPSERT" {
 				text = "INSERT"
-			case "REPLACE":
-				text = "REPLACE"
 			}
-			text += " INTO " + table
+			columns := "id, s, u, a, b"
 			if omit {
-				text += " (s, u, a, b)"
-			} else {
-				text += " (id, s, u, a, b)"
+				columns = "s, u, a, b"
 			}
-			text += " VALUES " + strings.Join(rows, ", ")
+			text += " INTO " + table + " (" + columns + ")"
+			if selected {
+				// the rows of a derived table, in the order n gives them
+				text += " SELECT " + columns + " FROM (" + strings.Join(rows, " UNION ALL ") + ") x ORDER BY n"
+			} else {
+				text += " VALUES " + strings.Join(rows, ", ")
+			}
 			if verb == "UPSERT" {
 				text += " ON DUPLICATE KEY UPDATE s = concat(s, 'x')"
 			}
@@ -89,8 +84,24 @@ func TestUniqueKeysWithNullsLikeMariaDB(t *testing.T) {
 }
 
 // uniqueNullsVerbs are the statements TestUniqueKeysWithNullsLikeMariaDB draws ("UPSERT": INSERT
-// ... ON DUPLICATE KEY UPDATE).
-var uniqueNullsVerbs = []string{"INSERT", "INSERT IGNORE", "INSERT IGNORE"}
+// ... ON DUPLICATE KEY UPDATE; "... SELECT": its rows from a SELECT).
+var uniqueNullsVerbs = []string{"INSERT", "INSERT IGNORE", "INSERT IGNORE", "INSERT IGNORE SELECT", "INSERT IGNORE SELECT"}
+
+// rowText is row r's values: a VALUES row, or when selected a SELECT of them after its number
+// n, named in the first.
+func rowText(vals []string, r int, selected bool) string {
+	if !selected {
+		return "(" + strings.Join(vals, ", ") + ")"
+	}
+	if r > 0 {
+		return "SELECT " + strconv.Itoa(r) + ", " + strings.Join(vals, ", ")
+	}
+	names := []string{"id", "s", "u", "a", "b"}[5-len(vals):]
+	for i := range vals {
+		vals[i] += " AS " + names[i]
+	}
+	return "SELECT 0 AS n, " + strings.Join(vals, ", ")
+}
 
 // keysOutcome is what statement text answered on c and what the table holds after it.
 func keysOutcome(ctx context.Context, rt *rapid.T, name string, c *sql.Conn, table, text string, lastKnown bool) string {

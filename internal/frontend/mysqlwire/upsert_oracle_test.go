@@ -3,7 +3,6 @@ package mysqlwire
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"fmt"
 	"strconv"
 	"strings"
@@ -54,26 +53,9 @@ func TestUpsertRowsLikeMariaDB(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		found := rapid.Bool().Draw(rt, "found")
 		suffix := fmt.Sprintf(" found=%v", found)
-		conns := map[string]*sql.Conn{}
-		for _, name := range []string{"MariaDB", "DuckDB"} {
-			c, err := dbs[name+suffix].Conn(ctx)
-			if err != nil {
-				rt.Fatal(err)
-			}
-			defer func() {
-				_ = c.Raw(func(any) error { return driver.ErrBadConn }) // not back to the pool
-				c.Close()
-			}()
-			conns[name] = c
-		}
-		tables++
-		table := fmt.Sprintf("up%d", tables)
-		create := "CREATE TABLE " + table + " (k INT NOT NULL, v INT, w VARCHAR(10), PRIMARY KEY (k))"
-		for name, c := range conns {
-			if _, err := c.ExecContext(ctx, create); err != nil {
-				rt.Fatalf("%s: %s: %v", name, create, err)
-			}
-		}
+		conns, table, _, closeConns := checkTable(rt, ctx, dbs["MariaDB"+suffix], dbs["DuckDB"+suffix], &tables, "up",
+			"CREATE TABLE %s (k INT NOT NULL, v INT, w VARCHAR(10), PRIMARY KEY (k))")
+		defer closeConns()
 		inTx := rapid.Bool().Draw(rt, "transaction")
 		if inTx {
 			for _, c := range conns {

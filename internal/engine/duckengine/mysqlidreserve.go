@@ -1,0 +1,111 @@
+package duckengine
+
+import (
+	"context"
+	"database/sql"
+)
+
+// idReservation is InnoDB's AUTO_INCREMENT counter through the rows of one MySQL statement run
+// a row at a time (handler::update_auto_increment and ha_innobase::get_auto_increment): the
+// statement reserves values at its first generated id, as many as its rows (a SELECT's rows,
+// whose count is not known before they run, 1, then 2, 4, ... as each reservation runs out);
+// an explicit id past the reservation moves the counter past it; a row that inserts nothing
+// gives its id back to the next row (restore_auto_increment). Values reserved and not used are
+// lost, as there.
+type idReservation struct {
+	conn *sql.Conn
+	seq  string
+	on   bool // the table has an AUTO_INCREMENT column
+	c    counter
+	high int64 // the counter when the statement ends
+	// next is the id the next generated row takes, end the end of its reservation; reserved
+	// the end of the last reservation (0 before one).
+	next, end, reserved int64
+	rows                int64 // the statement's rows; 0 when not known
+	left                int64 // rows the reservation still counts (InnoDB's n_autoinc_rows)
+	intervals           int   // reservations made
+	// dupMoves: an explicit id moves the counter even when its row inserts nothing (InnoDB
+	// moves it on a duplicate key for INSERT ... SELECT and REPLACE).
+	dupMoves bool
+	// the row in flight: the next before it, its id, whether generated, and the counter
+	// once it inserts.
+	prevNext, id, written int64
+	generated             bool
+}
+
+// newIDReservation reads the counter of ai (when hasAI) for a statement of rows rows (0: not
+// known).
+func newIDReservation(ctx context.Context, conn *sql.Conn, ai aiColumn, hasAI bool, rows int64, dupMoves bool) (*idReservation, error) {
+	r := &idReservation{conn: conn, seq: ai.seq, on: hasAI, rows: rows, dupMoves: dupMoves}
+	if hasAI {
+		var err error
+		if r.c, err = readCounter(ctx, conn, ai.seq); err != nil {
+			return nil, err
+		}
+	}
+	r.high = r.c.value()
+	return r, nil
+}
+
+// take is the id of the next row: a generated one when generate, else explicit, which may
+// move the counter.
+func (r *idReservation) take(ctx context.Context, generate bool, explicit int64) (int64, error) {
+	r.prevNext, r.id, r.written, r.generated = r.next, explicit, r.high, generate
+	if generate {
+		if r.next == 0 || r.next >= r.end {
+			if r.left == 0 {
+				r.left = r.rows
+				if r.rows == 0 {
+					r.left = int64(1) << min(r.intervals, 16)
+				}
+			}
+			if err := moveTo(ctx, r.conn, r.seq, &r.c, r.high); err != nil {
+				return 0, err
+			}
+			first, err := reserve(ctx, r.conn, r.seq, &r.c, r.left)
+			if err != nil {
+				return 0, err
+			}
+			r.intervals++
+			r.next, r.end, r.reserved = first, first+r.left, first+r.left
+			r.high = max(r.high, r.end)
+		}
+		r.id = r.next
+		r.next++
+		r.written = r.high
+	} else if r.on {
+		if r.next > 0 && explicit >= r.next {
+			r.next = explicit + 1
+		}
+		if explicit >= r.reserved && explicit > 0 {
+			r.written = max(r.high, explicit+1)
+		}
+	}
+	if r.left > 0 {
+		r.left--
+	}
+	return r.id, nil
+}
+
+// done ends the row take answered for: inserted, or not, when it gives its id back (an
+// explicit one's move of the next id too, as write_record's restore_auto_increment does).
+func (r *idReservation) done(inserted bool) {
+	if inserted || !r.generated && r.dupMoves {
+		r.high = r.written
+	}
+	if !inserted {
+		if r.prevNext > 0 || !r.generated {
+			r.next = r.prevNext
+		} else {
+			r.next = r.id
+		}
+	}
+}
+
+// finish moves the counter to where the statement leaves it.
+func (r *idReservation) finish(ctx context.Context) error {
+	if !r.on {
+		return nil
+	}
+	return moveTo(ctx, r.conn, r.seq, &r.c, r.high)
+}
