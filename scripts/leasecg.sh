@@ -13,20 +13,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-20000}
 TMP=$(mktemp -d /tmp/leasecg.XXXX)
 trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=scripts/probelib.sh
+. "$ROOT/scripts/probelib.sh" # cg_bench_count
 for rev in "$@"; do
-	tree=$TMP/tree
-	rm -rf "$tree"; mkdir -p "$tree"
-	(cd "$ROOT" && git ls-files -z | tar --null -T - -cf - 2>/dev/null) | tar -xf - -C "$tree"
-	if [ "$rev" != WORK ]; then
-		(cd "$ROOT" && git archive "$rev" internal/capacity) | tar -xf - -C "$tree"
-	fi
-	(cd "$tree" && go test -c -o "$TMP/cap.test" ./internal/capacity/ >/dev/null)
-	for n in $N $((2 * N)); do
-		GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind \
-			--callgrind-out-file="$TMP/cg.$n" --log-file="$TMP/vg.log" \
-			"$TMP/cap.test" -test.run '^$' -test.bench 'BenchmarkIdleLeaseTakeAndRelease$' -test.benchtime ${n}x >/dev/null 2>&1
-	done
-	a=$(awk '/^totals:/{print $2}' "$TMP/cg.$N") b=$(awk '/^totals:/{print $2}' "$TMP/cg.$((2 * N))")
-	awk -v a=$a -v b=$b -v n=$N -v r="$rev" 'BEGIN{printf "%s: %.0f user instructions a take and release\n", r, (b-a)/n}'
+	per=$(cg_bench_count "$TMP" "$rev" internal/capacity 'BenchmarkIdleLeaseTakeAndRelease$' "$N" internal/capacity)
+	echo "$rev: $per user instructions a take and release"
 	if [ -n "${OUT:-}" ]; then cp "$TMP/cg.$((2 * N))" "$OUT/leasecg.$rev.cg"; fi
 done

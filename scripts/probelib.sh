@@ -139,3 +139,36 @@ qf_trino_start() {
 	echo "qf_trino_start: $name did not answer on $p: $(tail -3 "$dir/$name.log")" >&2
 	return 1
 }
+
+# cg_bench_count TMP REV BUILD BENCH N PKG...: the user instructions one iteration of the Go
+# benchmark BENCH (a -test.bench pattern) costs under valgrind's callgrind, printed as a bare
+# number. BUILD's test binary is built in TMP/tree, a copy of this repository's tracked files with
+# the packages PKG taken from git revision REV (WORK: the work tree as it is; the copy is reused
+# while REV and PKG stay the same: several benchmarks of one binary build it once), then run for
+# N and 2N iterations: the difference of the two totals over N is one iteration, whatever the
+# binary's start, and the simulation or guard around the loop, cost (callgrind's --toggle-collect
+# loses count across coroutine switches). TMP/cg.2N is then the longer run's profile
+# (callgrind_annotate reads it).
+cg_bench_count() {
+	local tmp=$1 rev=$2 build=$3 bench=$4 n=$5 root key a b
+	shift 5
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	key="$rev $build $*"
+	if [ "$(cat "$tmp/built" 2>/dev/null)" != "$key" ]; then
+		rm -rf "$tmp/tree"
+		mkdir -p "$tmp/tree"
+		(cd "$root" && git ls-files -z | tar --null -T - -cf - 2>/dev/null) | tar -xf - -C "$tmp/tree"
+		if [ "$rev" != WORK ]; then
+			(cd "$root" && git archive "$rev" "$@") | tar -xf - -C "$tmp/tree"
+		fi
+		(cd "$tmp/tree" && go test -c -o "$tmp/bench.test" "./$build/" >/dev/null) || return 1
+		echo "$key" >"$tmp/built"
+	fi
+	for k in $n $((2 * n)); do
+		GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind \
+			--callgrind-out-file="$tmp/cg.$k" --log-file="$tmp/vg.log" \
+			"$tmp/bench.test" -test.run '^$' -test.bench "$bench" -test.benchtime ${k}x >/dev/null 2>&1 || return 1
+	done
+	a=$(awk '/^totals:/{print $2}' "$tmp/cg.$n") b=$(awk '/^totals:/{print $2}' "$tmp/cg.$((2 * n))")
+	awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN{printf "%.0f\n", (b-a)/n}'
+}

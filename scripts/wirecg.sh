@@ -16,22 +16,12 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-20000}
 TMP=$(mktemp -d /tmp/wirecg.XXXX)
 trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=scripts/probelib.sh
+. "$ROOT/scripts/probelib.sh" # cg_bench_count
 for rev in "$@"; do
-	tree=$TMP/tree
-	rm -rf "$tree"; mkdir -p "$tree"
-	(cd "$ROOT" && git ls-files -z | tar --null -T - -cf - 2>/dev/null) | tar -xf - -C "$tree"
-	if [ "$rev" != WORK ]; then
-		(cd "$ROOT" && git archive "$rev" node/proxy internal/capacity internal/query) | tar -xf - -C "$tree"
-	fi
-	(cd "$tree" && go test -c -o "$TMP/proxy.test" ./node/proxy/ >/dev/null)
 	for sub in ${BENCH:-local leased}; do
-		for n in $N $((2 * N)); do
-			GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind \
-				--callgrind-out-file="$TMP/cg.$n" --log-file="$TMP/vg.log" \
-				"$TMP/proxy.test" -test.run '^$' -test.bench "BenchmarkWireTransaction/$sub\$" -test.benchtime ${n}x >/dev/null 2>&1
-		done
-		a=$(awk '/^totals:/{print $2}' "$TMP/cg.$N") b=$(awk '/^totals:/{print $2}' "$TMP/cg.$((2 * N))")
-		awk -v a=$a -v b=$b -v n=$N -v r="$rev" -v s="$sub" 'BEGIN{printf "%s %s: %.0f user instructions a transaction\n", r, s, (b-a)/n}'
+		per=$(cg_bench_count "$TMP" "$rev" node/proxy "BenchmarkWireTransaction/$sub\$" "$N" node/proxy internal/capacity internal/query)
+		echo "$rev $sub: $per user instructions a transaction"
 		if [ -n "${OUT:-}" ]; then cp "$TMP/cg.$((2 * N))" "$OUT/wirecg.$rev.$sub.cg"; fi
 	done
 done

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/refusallog"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
@@ -292,7 +293,7 @@ func (a *API) WatchFreed(ctx context.Context, w FreedWatcher) {
 		if ctx.Err() != nil {
 			return
 		}
-		a.env.Logger().Warn("capacity: watching other replicas' freed leases failed; retrying (waiting acquires poll meanwhile)", "err", err)
+		a.env.Logger().Warn("capacity: watching other replicas' freed leases failed; retrying (waiting acquires poll meanwhile)", "err", redact.Error(err))
 		_ = a.env.Sleep(ctx, time.Second)
 	}
 }
@@ -537,7 +538,7 @@ func (a *API) acquire(ctx context.Context, cluster, holder, request string, limi
 // undoGrant frees a lease granted to a call that is then refused.
 func (a *API) undoGrant(ctx context.Context, l Lease) {
 	if _, err := a.store.ReleaseBatch(ctx, []LeaseRef{l.Ref()}); err != nil {
-		a.env.Logger().Warn("capacity: freeing a lease granted to a refused acquire failed; the sweep will reclaim it", "lease", l.ID, "err", err)
+		a.env.Logger().Warn("capacity: freeing a lease granted to a refused acquire failed; the sweep will reclaim it", "lease", l.ID, "err", redact.Error(err))
 	}
 }
 
@@ -797,7 +798,7 @@ func (a *API) status(op string, err error) (int, string) {
 		return http.StatusBadRequest, err.Error()
 	}
 	a.metrics.CoordinationFailures.WithLabelValues("store-" + op).Inc()
-	a.env.Logger().Warn("capacity store failed", "op", op, "err", err)
+	a.env.Logger().Warn("capacity store failed", "op", op, "err", redact.Error(err))
 	return http.StatusServiceUnavailable, "capacity store unavailable"
 }
 

@@ -2,16 +2,12 @@ package capacity_test
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
-	"github.com/queryflux/queryflux/node/env"
 )
 
 // TestAcquireWithBadInputIsRefusedWhole: an acquire posted as a worker posts it, but with a
@@ -21,14 +17,10 @@ import (
 // same acquire without the bad field is granted.
 func TestAcquireWithBadInputIsRefusedWhole(t *testing.T) {
 	store := capacity.NewMemory()
-	h := capacity.NewAPIHandler(store, store, env.Real(slog.New(slog.DiscardHandler)), nil)
+	api := quietAPI(store, nil)
 	post := func(body string) (int, string) {
-		req := httptest.NewRequest(http.MethodPost, capacity.PathAcquire, strings.NewReader(body))
-		req.Header.Set("Content-Type", capacity.MediaJSON)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		out, _ := io.ReadAll(rec.Result().Body)
-		return rec.Code, string(out)
+		rec := serveAs(api, capacity.PathAcquire, "w1", body)
+		return rec.Code, rec.Body.String()
 	}
 	for _, c := range []struct{ name, body, names string }{
 		{"a negative wait", `{"cluster":"c","cap":1,"ttlMillis":60000,"holder":"w1","waitMillis":-5}`, "waitMillis -5"},
@@ -53,7 +45,7 @@ func TestAcquireWithBadInputIsRefusedWhole(t *testing.T) {
 // and the slot the acquire was granted first is given back at once, not held until the sweep.
 func TestAcquireCarryingAnotherWorkersLeaseGrantsNothing(t *testing.T) {
 	store := capacity.NewMemory()
-	api := capacity.NewAPI(store, store, env.Real(slog.New(slog.DiscardHandler)), nil)
+	api := quietAPI(store, nil)
 	theirs, err := store.Acquire(t.Context(), "c", "w1", 2, time.Minute, time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ func TestRenewAndReleaseRefusalsAnswerOnceAndChangeNothing(t *testing.T) {
 	store := capacity.NewMemory()
 	reg := prometheus.NewRegistry()
 	metrics := capacity.NewMetrics(reg)
-	api := capacity.NewAPI(store, store, env.Real(slog.New(slog.DiscardHandler)), metrics).
+	api := quietAPI(store, metrics).
 		Authority(func(cluster string) (int, time.Duration, bool) {
 			return 1, time.Minute, cluster == "c" || cluster == "old" || cluster == "secret"
 		}).
@@ -103,7 +103,7 @@ func TestRenewAndReleaseRefusalsAnswerOnceAndChangeNothing(t *testing.T) {
 // lease, the holder's renewed and the others refused each in its result.
 func TestRenewBatchOfTheBoundIsServed(t *testing.T) {
 	store := capacity.NewMemory()
-	api := capacity.NewAPI(store, store, env.Real(slog.New(slog.DiscardHandler)), nil)
+	api := quietAPI(store, nil)
 	held, err := store.Acquire(t.Context(), "c", "w1", 1, time.Second, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func refusedTotal(t *testing.T, reg *prometheus.Registry) float64 {
 // same call is granted in its place, and told so.
 func TestOrderedAcquireCarryingItsReleaseIsGranted(t *testing.T) {
 	store := capacity.NewMemory()
-	api := capacity.NewAPI(store, store, env.Real(slog.New(slog.DiscardHandler)), nil).Ordered()
+	api := quietAPI(store, nil).Ordered()
 	held, err := store.Acquire(t.Context(), "c", "w1", 1, time.Minute, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestOrderedAcquireCarryingItsReleaseIsGranted(t *testing.T) {
 // configuration no longer has is refused: a worker cannot hold a slot for an hour by asking.
 func TestRenewalTermsComeFromTheAuthority(t *testing.T) {
 	store := capacity.NewMemory()
-	api := capacity.NewAPI(store, store, env.Real(slog.New(slog.DiscardHandler)), nil).
+	api := quietAPI(store, nil).
 		Authority(func(cluster string) (int, time.Duration, bool) { return 1, 10 * time.Second, cluster == "c" })
 	held, err := store.Acquire(t.Context(), "c", "w1", 1, 5*time.Second, time.Now())
 	if err != nil {
@@ -201,16 +201,27 @@ func TestRenewalTermsComeFromTheAuthority(t *testing.T) {
 	}
 }
 
+// quietAPI is the capacity API on store, its log discarded; metrics may be nil.
+func quietAPI(store *capacity.Memory, metrics *capacity.Metrics) *capacity.API {
+	return capacity.NewAPI(store, store, env.Real(slog.New(slog.DiscardHandler)), metrics)
+}
+
+// serveAPIAs serves api's endpoints as the control plane mounts them, every request from the
+// authenticated caller ("": the holder an acquire's body names).
+func serveAPIAs(api *capacity.API, caller string) http.Handler {
+	mux := http.NewServeMux()
+	for _, ep := range api.Endpoints() {
+		mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, caller) })
+	}
+	return mux
+}
+
 // serveAs posts body to api's endpoint path as the authenticated caller.
 func serveAs(api *capacity.API, path, caller, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", capacity.MediaJSON)
 	rec := httptest.NewRecorder()
-	for _, ep := range api.Endpoints() {
-		if ep.Path == path {
-			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-			req.Header.Set("Content-Type", capacity.MediaJSON)
-			ep.Serve(rec, req, caller)
-		}
-	}
+	serveAPIAs(api, caller).ServeHTTP(rec, req)
 	return rec
 }
 
@@ -228,7 +239,7 @@ func (downStore) ReleaseBatch(context.Context, []capacity.LeaseRef) (int, error)
 
 // TestStoreFailuresStayInTheLog: when the store fails, the worker is answered 503 "capacity
 // store unavailable" and nothing of the store's error (which may name the database with its
-// password); the failure is counted and logged for the operator.
+// password); the failure is counted and logged for the operator, the password hidden.
 func TestStoreFailuresStayInTheLog(t *testing.T) {
 	var logs bytes.Buffer
 	metrics := capacity.NewMetrics(prometheus.NewRegistry())
@@ -246,8 +257,12 @@ func TestStoreFailuresStayInTheLog(t *testing.T) {
 		if n := testutil.ToFloat64(metrics.CoordinationFailures.WithLabelValues("store-" + c.op)); n != 1 {
 			t.Errorf("%s with the store down: counted %v times, want once", c.path, n)
 		}
-		if !strings.Contains(logs.String(), "capacity store failed") || !strings.Contains(logs.String(), "connection refused") {
+		if !strings.Contains(logs.String(), "capacity store failed") || !strings.Contains(logs.String(), "connection refused") ||
+			!strings.Contains(logs.String(), "db.internal") {
 			t.Errorf("%s with the store down: the failure not logged: %q", c.path, logs.String())
+		}
+		if strings.Contains(logs.String(), "s3cretpw") {
+			t.Errorf("%s with the store down: the log holds the store's password: %q", c.path, logs.String())
 		}
 	}
 }

@@ -3,6 +3,8 @@ package capacity
 import (
 	"context"
 	"time"
+
+	"github.com/queryflux/queryflux/internal/redact"
 )
 
 // ContendedFor is how long after a worker's acquire was denied or had to wait the control plane
@@ -155,5 +157,5 @@ func (a *API) markGranted(ctx context.Context, c Contention, cluster, holder str
 
 func (a *API) recordFailed(op string, err error) {
 	a.metrics.CoordinationFailures.WithLabelValues("store-waiters-" + op).Inc()
-	a.env.Logger().Warn("capacity: the waiting record failed; fair share skipped", "op", op, "err", err)
+	a.env.Logger().Warn("capacity: the waiting record failed; fair share skipped", "op", op, "err", redact.Error(err))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -45,7 +46,7 @@ func (f *Fleet) ID(ctx context.Context) string {
 	}
 	id, err := k.FleetID(ctx, fmt.Sprintf("%016x", f.e.Rand().Uint64()))
 	if err != nil {
-		f.e.Logger().Warn("capacity: reading the fleet id failed; leases are tagged without it until it is read", "err", err)
+		f.e.Logger().Warn("capacity: reading the fleet id failed; leases are tagged without it until it is read", "err", redact.Error(err))
 		return ""
 	}
 	f.mu.Lock()

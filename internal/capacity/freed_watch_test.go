@@ -41,7 +41,7 @@ func TestWatchFreedWakesTheWaitingHead(t *testing.T) {
 			defer cancel()
 			watcher := make(fakeWatcher)
 			go api.WatchFreed(ctx, watcher)
-			srv := httptest.NewServer(serveAPI(api))
+			srv := httptest.NewServer(serveAPIAs(api, ""))
 			defer srv.Close()
 			held, err := store.Acquire(ctx, "c1", "w1", 1, time.Minute, time.Now())
 			if err != nil {
@@ -74,7 +74,7 @@ func TestWatchFreedWakesTheWaitingHead(t *testing.T) {
 func TestNoWaitAcquireDoesNotJumpTheQueue(t *testing.T) {
 	store := capacity.NewMemory()
 	api := capacity.NewAPI(store, store, env.Real(nil), nil).Ordered().PollEvery(time.Hour)
-	srv := httptest.NewServer(serveAPI(api))
+	srv := httptest.NewServer(serveAPIAs(api, ""))
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -244,11 +244,7 @@ func TestOrderedQueueGrantsInArrivalOrder(t *testing.T) {
 	var api *capacity.API
 	s.AddNode("cp", func(n *sim.Node) http.Handler {
 		api = capacity.NewAPI(store, store, n.Env(), nil).Ordered()
-		mux := http.NewServeMux()
-		for _, ep := range api.Endpoints() {
-			mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
-		}
-		return mux
+		return serveAPIAs(api, "")
 	})
 	var order []string
 	var first capacity.Lease

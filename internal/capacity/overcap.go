@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/queryflux/queryflux/internal/redact"
 )
 
 // capAudit is what the sweeper's audit of one cluster remembers between rounds.
@@ -83,7 +85,7 @@ func (s *Sweeper) auditOnly(ctx context.Context) {
 	}
 	all, err := s.Store.List(ctx, "")
 	if err != nil {
-		s.Env.Logger().Warn("capacity audit: listing leases failed", "err", err)
+		s.Env.Logger().Warn("capacity audit: listing leases failed", "err", redact.Error(err))
 		return
 	}
 	s.auditCaps(all)

@@ -42,16 +42,7 @@ func orderedAPI(store *capacity.Memory, e env.Env, weighted bool) http.Handler {
 	if weighted {
 		api.Weighted(map[string]int{})
 	}
-	return serveAPI(api)
-}
-
-// serveAPI serves api's endpoints, unauthenticated.
-func serveAPI(api *capacity.API) http.Handler {
-	mux := http.NewServeMux()
-	for _, ep := range api.Endpoints() {
-		mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "") })
-	}
-	return mux
+	return serveAPIAs(api, "")
 }
 
 // TestQueueWakesOnlyTheHead: with many acquires waiting in a cluster's ordered queue (cap 2), a
@@ -189,7 +180,7 @@ func TestQueueHeadIsGrantedAtTheSweep(t *testing.T) {
 				api.Freed(refs)
 			}}
 		node.Env().Go(node.Ctx(), "sweeper", sw.Run)
-		return serveAPI(api)
+		return serveAPIAs(api, "")
 	})
 	gone, waiting := s.AddNode("gone", nil), s.AddNode("waiting", nil)
 	s.Spawn(gone, "hold", func() { // granted, then never renewed nor released: its process died

@@ -837,11 +837,7 @@ func TestRenewalAnswersSayContention(t *testing.T) {
 		if tc.ordered {
 			api.Ordered()
 		}
-		mux := http.NewServeMux()
-		for _, ep := range api.Endpoints() {
-			mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { ep.Serve(w, r, "w") })
-		}
-		srv := httptest.NewServer(mux)
+		srv := httptest.NewServer(serveAPIAs(api, "w"))
 		results, contended, err := capacity.NewRemote(srv.URL, srv.Client(), nil).RenewBatchContended(context.Background(), refs, time.Minute, time.Time{})
 		srv.Close()
 		if err != nil || len(results) != 2 || results[0].Err != nil || fmt.Sprint(contended) != tc.want {

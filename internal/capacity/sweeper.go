@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -101,7 +102,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, lockTTL time.Duration) ([]Lease
 	s.init()
 	if _, err := s.Locks.AcquireSweepLock(ctx, SweepLockName, s.Owner, lockTTL, s.Env.Now()); err != nil {
 		if !errors.Is(err, ErrLockHeld) {
-			s.Env.Logger().Warn("capacity sweep lock failed", "err", err)
+			s.Env.Logger().Warn("capacity sweep lock failed", "err", redact.Error(err))
 			return nil, err
 		}
 		s.auditOnly(ctx) // another replica sweeps: the caps this one grants under are audited here
@@ -109,7 +110,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, lockTTL time.Duration) ([]Lease
 	}
 	revoked, err := s.Store.Revoke(ctx, Selection{Expired: true}, s.Env.Now())
 	if err != nil {
-		s.Env.Logger().Warn("capacity sweep failed", "err", err)
+		s.Env.Logger().Warn("capacity sweep failed", "err", redact.Error(err))
 		return nil, err
 	}
 	s.mu.Lock()
@@ -131,7 +132,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context, lockTTL time.Duration) ([]Lease
 func (s *Sweeper) reclaim(ctx context.Context) ([]Lease, error) {
 	all, err := s.Store.List(ctx, "")
 	if err != nil {
-		s.Env.Logger().Warn("capacity reclaim: listing leases failed", "err", err)
+		s.Env.Logger().Warn("capacity reclaim: listing leases failed", "err", redact.Error(err))
 		return nil, err
 	}
 	s.auditCaps(all)
@@ -158,7 +159,7 @@ func (s *Sweeper) reclaim(ctx context.Context) ([]Lease, error) {
 		}
 		n, err := s.Store.ReleaseBatch(ctx, refs(free))
 		if err != nil {
-			s.Env.Logger().Warn("capacity reclaim: freeing revoked leases failed", "cluster", c, "err", err)
+			s.Env.Logger().Warn("capacity reclaim: freeing revoked leases failed", "cluster", c, "err", redact.Error(err))
 			continue
 		}
 		s.Metrics.Reclaimed.WithLabelValues(c, how).Add(float64(n))
@@ -190,7 +191,7 @@ func (s *Sweeper) fence(ctx context.Context, cluster string, ls []Lease) ([]Leas
 			return s.termsOver(ls), "fenced"
 		}
 		if err != nil {
-			s.Env.Logger().Warn("capacity reclaim: the engine fence failed; the slots wait out the fence grace", "cluster", cluster, "leases", len(ls), "err", err)
+			s.Env.Logger().Warn("capacity reclaim: the engine fence failed; the slots wait out the fence grace", "cluster", cluster, "leases", len(ls), "err", redact.Error(err))
 		}
 	}
 	now := s.Env.Now()

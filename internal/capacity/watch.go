@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
 
@@ -188,7 +189,7 @@ func (a *API) WatchDenied(ctx context.Context, w DenialWatcher) {
 		if ctx.Err() != nil {
 			return
 		}
-		a.env.Logger().Warn("capacity: watching other replicas' denials failed; retrying (held contention watches reread the waiting record meanwhile)", "err", err)
+		a.env.Logger().Warn("capacity: watching other replicas' denials failed; retrying (held contention watches reread the waiting record meanwhile)", "err", redact.Error(err))
 		_ = a.env.Sleep(ctx, time.Second)
 	}
 }

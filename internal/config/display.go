@@ -1,32 +1,15 @@
 package config
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/queryflux/queryflux/internal/redact"
 )
-
-// userinfoPassword matches the "user:password@" of a URL or DSN written in free text. The
-// password runs to the last '@' before a '/', a quote or a space, so one containing '@' is
-// hidden whole.
-var userinfoPassword = regexp.MustCompile(`([^\s:/@"'=]+):[^\s/"']+@`)
-
-// credentialParam matches a "name=value" whose name marks a credential (secretOptionWords), as
-// a URL query parameter ("?password=pw&...") or a key=value DSN ("user=x password='p w'") writes
-// it. The value runs to the next separator, or is quoted whole.
-var credentialParam = regexp.MustCompile(`(?i)((?:^|[\s?&;,"'(])[\w.-]*(?:password|passwd|pwd|secret|token|key|credential|auth)[\w.-]*\s*=\s*)('[^']*'|"[^"]*"|[^\s&;,'"]+)`)
 
 // RedactURL hides the password of every "user:password@" in s (an endpoint, a DSN, an error
 // message quoting one), and the value of every credential parameter ("?password=...",
 // "sslpassword=..."): "postgres://app:pw@db/x" shows as "postgres://app:[redacted]@db/x".
-func RedactURL(s string) string {
-	if strings.Contains(s, "@") {
-		s = userinfoPassword.ReplaceAllString(s, "$1:"+redacted+"@")
-	}
-	if strings.Contains(s, "=") {
-		s = credentialParam.ReplaceAllString(s, "${1}"+redacted)
-	}
-	return s
-}
+func RedactURL(s string) string { return redact.Secrets(s) }
 
 // secretOptionWords mark an option whose value is a credential.
 var secretOptionWords = []string{"password", "passwd", "pwd", "secret", "token", "key", "credential", "auth"}

@@ -14,7 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
 
@@ -33,7 +35,25 @@ var ErrNotGiven = errors.New("history: not given to this worker")
 const (
 	RefusedForeign  = "foreign-id" // its query id another worker recorded first
 	RefusedNotGiven = "not-given"  // it names what the worker was not given (Gate)
+	RefusedNUL      = "nul-byte"   // its query id or a name holds a NUL byte (KeyNUL)
 )
+
+// KeyNUL names the first of r's keys (its query id, and the names the admin filters and the gate
+// read) that holds a NUL byte. PostgreSQL's text cannot hold one, and a store that dropped it
+// would file "q-1\x00" as "q-1": one query's record taken for another's (a duplicate of the
+// worker's own, or another worker's), or a record pinned on a name it never gave. Free text (the
+// statement, its error, the digest, the error code, the routing trace) may hold one: a store
+// keeps or drops it there, as it can.
+func KeyNUL(r *Record) error {
+	for _, k := range [...]struct{ field, value string }{
+		{"queryId", r.QueryID}, {"user", r.User}, {"protocol", r.Protocol}, {"group", r.Group}, {"cluster", r.Cluster},
+	} {
+		if strings.IndexByte(k.value, 0) >= 0 {
+			return fieldError(k.field, "holds a NUL byte (\\u0000), which no query id or name may hold")
+		}
+	}
+	return nil
+}
 
 // Ingest is the control plane's handler for POST /worker/history. It decodes a batch strictly
 // (400 naming the field), stamps every record with the worker the session belongs to, and
@@ -133,24 +153,30 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i := range batch.Records {
 		batch.Records[i].Worker = worker
 	}
-	kept, keptAt, refused := h.gated(worker, batch.Records)
+	kept, keptAt, refused, withNUL := h.gated(worker, batch.Records)
 	inserted, err := h.store.Insert(r.Context(), kept)
 	var foreign *ForeignError
 	if errors.As(err, &foreign) {
 		err = nil
 	}
 	if err != nil {
-		h.log.Warn("history: storing a batch failed", "worker", worker, "batch", batch.BatchID, "records", len(batch.Records), "err", err)
+		h.log.Warn("history: storing a batch failed", "worker", worker, "batch", batch.BatchID, "records", len(batch.Records), "err", redact.Error(err))
 		w.Header().Set("Retry-After", "1")
 		workerapi.WriteError(w, http.StatusServiceUnavailable, "history store unavailable; retry", "")
 		return
 	}
 	ack := IngestAck{BatchID: batch.BatchID, Accepted: len(batch.Records), Inserted: inserted}
+	if len(withNUL) > 0 {
+		h.log.Warn("history: records refused: a query id or name holds a NUL byte",
+			"worker", worker, "batch", batch.BatchID, "refused", len(withNUL), "first", withNUL[0].Error)
+		h.counted(RefusedNUL, len(withNUL))
+	}
 	if len(refused) > 0 {
 		h.log.Warn("history: records refused: they name a cluster, group or user this worker is not given",
 			"worker", worker, "batch", batch.BatchID, "refused", len(refused), "first", refused[0].Error)
 		h.counted(RefusedNotGiven, len(refused))
 	}
+	refused = append(refused, withNUL...)
 	ack.Refused = len(refused)
 	if foreign != nil {
 		ack.Refused += len(foreign.IDs)
@@ -170,26 +196,43 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	workerapi.WriteJSON(w, http.StatusOK, MediaIngestAck, ack)
 }
 
-// gated splits recs into those the gate keeps (with their indexes in recs) and the refused,
-// named by index, query id and the gate's reason. Without a gate every record is kept.
-func (h *Ingest) gated(worker string, recs []Record) (kept []Record, keptAt []int, refused []RefusedRecord) {
-	if h.gate == nil {
+// anyKeyNUL says whether a record of recs has a NUL in a key (KeyNUL).
+func anyKeyNUL(recs []Record) bool {
+	for i := range recs {
+		if KeyNUL(&recs[i]) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// gated splits recs into those kept (with their indexes in recs), those the gate refuses and
+// those with a NUL in a key (KeyNUL), each named by index, query id and why. Without a gate
+// every record without such a NUL is kept.
+func (h *Ingest) gated(worker string, recs []Record) (kept []Record, keptAt []int, refused, withNUL []RefusedRecord) {
+	check := func(*Record) error { return nil }
+	if h.gate != nil {
+		check = h.gate(worker)
+	} else if !anyKeyNUL(recs) {
 		keptAt = make([]int, len(recs))
 		for i := range keptAt {
 			keptAt[i] = i
 		}
-		return recs, keptAt, nil
+		return recs, keptAt, nil, nil // the batch itself: no copy of every record
 	}
-	check := h.gate(worker)
-	kept = recs[:0:0]
+	kept, keptAt = recs[:0:0], make([]int, 0, len(recs))
 	for i := range recs {
+		if err := KeyNUL(&recs[i]); err != nil {
+			withNUL = append(withNUL, RefusedRecord{Index: i, QueryID: recs[i].QueryID, Error: fmt.Sprintf("records[%d].%v", i, err)})
+			continue
+		}
 		if err := check(&recs[i]); err != nil {
 			refused = append(refused, RefusedRecord{Index: i, QueryID: recs[i].QueryID, Error: err.Error()})
 			continue
 		}
 		kept, keptAt = append(kept, recs[i]), append(keptAt, i)
 	}
-	return kept, keptAt, refused
+	return kept, keptAt, refused, withNUL
 }
 
 // counted tells OnRefused of n records refused for reason.
@@ -298,6 +341,11 @@ func FilterFromQuery(q url.Values) (Filter, error) {
 	}
 	f := Filter{Worker: q.Get("worker"), User: q.Get("user"), Group: q.Get("group"), Cluster: q.Get("cluster"),
 		Status: Status(q.Get("status")), Before: q.Get("before")}
+	for _, k := range [...]struct{ param, value string }{{"worker", f.Worker}, {"user", f.User}, {"group", f.Group}, {"cluster", f.Cluster}} {
+		if err := storableName(k.param, k.value); err != nil {
+			return Filter{}, err // no record holds such a name, and PostgreSQL refuses to compare one
+		}
+	}
 	if f.Status != "" && !f.Status.Valid() {
 		return Filter{}, fieldError("status", "%q is not succeeded, failed, cancelled or rejected", f.Status)
 	}
@@ -316,11 +364,23 @@ func FilterFromQuery(q url.Values) (Filter, error) {
 		f.Limit = n
 	}
 	if f.Before != "" {
-		if _, err := ParseCursor(f.Before); err != nil {
+		if cur, err := ParseCursor(f.Before); err != nil || storableName("before", cur.QueryID) != nil {
 			return Filter{}, fieldError("before", "not a cursor from a previous page's next")
 		}
 	}
 	return f, nil
+}
+
+// storableName refuses a name a filter compares with the stored ones when no stored record can
+// hold it: one with a NUL byte (KeyNUL) or that is not UTF-8 (the decoder refuses such records).
+func storableName(param, v string) error {
+	switch {
+	case strings.IndexByte(v, 0) >= 0:
+		return fieldError(param, "holds a NUL byte, which no query id or name may hold")
+	case !utf8.ValidString(v):
+		return fieldError(param, "is not UTF-8")
+	}
+	return nil
 }
 
 func parseTimeParam(q url.Values, name string) (time.Time, error) {

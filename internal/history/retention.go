@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -31,7 +32,7 @@ func RunRetention(ctx context.Context, e env.Env, p Pruner, keep func() time.Dur
 		n, err := p.Prune(ctx, e.Now().Add(-k))
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.Logger().Warn("history: pruning old records failed", "err", err)
+			e.Logger().Warn("history: pruning old records failed", "err", redact.Error(err))
 		case n > 0:
 			e.Logger().Info("history: pruned old records", "records", n, "keep", k.String())
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Store keeps records. Insert is idempotent by QueryID: a record whose QueryID the store already
@@ -299,9 +300,9 @@ const recentNames = 4
 // Only records with equal names share them, so the texts a record held are the ones it keeps.
 func (m *Memory) namesOf(r *Record) *names {
 	for _, n := range m.recent {
-		if n != nil && n.worker == r.Worker && n.user == r.User && n.protocol == r.Protocol &&
-			n.group == r.Group && n.cluster == r.Cluster && n.status == r.Status &&
-			n.errorCode == r.ErrorCode && n.cacheHit == r.CacheHit && sameTrace(n.trace, r.RoutingTrace) {
+		if n != nil && sameText(n.worker, r.Worker) && sameText(n.user, r.User) && sameText(n.protocol, r.Protocol) &&
+			sameText(n.group, r.Group) && sameText(n.cluster, r.Cluster) && n.status == r.Status &&
+			sameText(n.errorCode, r.ErrorCode) && n.cacheHit == r.CacheHit && sameTrace(n.trace, r.RoutingTrace) {
 			return n
 		}
 	}
@@ -313,6 +314,13 @@ func (m *Memory) namesOf(r *Record) *names {
 	m.recent[m.nextRecent] = n
 	m.nextRecent = (m.nextRecent + 1) % recentNames
 	return n
+}
+
+// sameText is a == b, at once when both are one text: a node's records mostly carry the very
+// strings of the records before (the cluster's, the group's, the session's user), and the
+// comparison then costs no call.
+func sameText(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // sameTrace reports whether a and b hold the same steps: at once when they are one slice (the

@@ -40,9 +40,9 @@ type IngestAck struct {
 	Inserted   int    `json:"inserted"`   // records new to the store
 	Duplicates int    `json:"duplicates"` // records it already had from this worker (a retried batch)
 	// Refused counts the records not stored: their query id another worker recorded first, or
-	// they name a cluster, group or user the control plane never gave this worker. Sending them
-	// again changes nothing. RefusedRecords names the first RefusedListedMax of them, in batch
-	// order.
+	// they name a cluster, group or user the control plane never gave this worker, or their id or
+	// a name holds a NUL byte (KeyNUL). Sending them again changes nothing. RefusedRecords names
+	// the first RefusedListedMax of them, in batch order.
 	Refused        int             `json:"refused,omitempty"`
 	RefusedRecords []RefusedRecord `json:"refusedRecords,omitempty"`
 }

@@ -22,6 +22,9 @@ const CodeTranslation = sqlstate.FeatureNotSupported
 // access (settings.accessControl), runs the guard scripts, and rewrites req.SQL with the
 // translation scripts of the routed group. Errors are *query.Error.
 func (c *Compiled) Check(req *query.Request, group string) error {
+	if len(c.rules) == 0 && len(c.guards) == 0 && len(c.translate) == 0 {
+		return nil // nothing to decide, run or rewrite: every statement of most nodes, without three calls
+	}
 	if err := c.access(req, group); err != nil {
 		return err
 	}

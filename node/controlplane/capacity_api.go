@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
@@ -152,7 +153,7 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 		revoked, err := cfg.Store.Revoke(ctx, capacity.Selection{Holder: capacity.SessionHolder(s.Worker, s.ID)}, e.Now())
 		if err != nil {
 			e.Logger().Error("revoking the capacity leases of a worker session that ended failed; they expire and the sweep reclaims them",
-				"worker", s.Worker, "session", s.ID, "why", why, "err", err)
+				"worker", s.Worker, "session", s.ID, "why", why, "err", redact.Error(err))
 			return
 		}
 		if len(revoked) > 0 {
@@ -164,7 +165,7 @@ func MountCapacity(e env.Env, cp *ControlPlane, cfg CapacityConfig) *capacity.Sw
 	cp.HandleAdmin("GET "+PathAdminLeases, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ls, err := cfg.Store.List(r.Context(), r.URL.Query().Get("cluster"))
 		if err != nil {
-			e.Logger().Warn("listing capacity leases failed", "err", err)
+			e.Logger().Warn("listing capacity leases failed", "err", redact.Error(err))
 			workerapi.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
 			return
 		}
@@ -193,7 +194,7 @@ func serveRevoke(w http.ResponseWriter, r *http.Request, e env.Env, store capaci
 		workerapi.WriteBadRequest(w, err)
 		return
 	case err != nil:
-		e.Logger().Warn("revoking a capacity lease failed", "lease", req.Lease, "err", err)
+		e.Logger().Warn("revoking a capacity lease failed", "lease", req.Lease, "err", redact.Error(err))
 		workerapi.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
 		return
 	case len(revoked) == 0:

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/capacity"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
@@ -283,7 +284,7 @@ func (a *answerRecorder) Write(p []byte) (int, error) {
 func (st *capacityStats) run(ctx context.Context) {
 	_ = env.Every(ctx, st.e, st.every, func(ctx context.Context) {
 		if _, err := st.sample(ctx, true); err != nil {
-			st.e.Logger().Warn("capacity stats: listing the leases failed; this sample is skipped", "err", err)
+			st.e.Logger().Warn("capacity stats: listing the leases failed; this sample is skipped", "err", redact.Error(err))
 		}
 	})
 }
@@ -293,7 +294,7 @@ func (st *capacityStats) fenceCounts() map[string]map[string]uint64 {
 	out := map[string]map[string]uint64{}
 	families, err := st.fences.Gather()
 	if err != nil {
-		st.e.Logger().Warn("capacity stats: reading the reclaim counter failed", "err", err)
+		st.e.Logger().Warn("capacity stats: reading the reclaim counter failed", "err", redact.Error(err))
 		return out
 	}
 	for _, f := range families {
@@ -470,7 +471,7 @@ func sortedNames[V any](m map[string]V) []string {
 func (st *capacityStats) serve(w http.ResponseWriter, r *http.Request) {
 	out, err := st.sample(r.Context(), st.every <= 0)
 	if err != nil {
-		st.e.Logger().Warn("capacity stats: listing the leases failed", "err", err)
+		st.e.Logger().Warn("capacity stats: listing the leases failed", "err", redact.Error(err))
 		workerapi.WriteError(w, http.StatusServiceUnavailable, "capacity store unavailable", "")
 		return
 	}

@@ -49,9 +49,11 @@ func (h *pgHistory) post(tok, batch string) (int, history.IngestAck, string) {
 
 // TestPGHistoryTextPostgreSQLCannotStore: a worker's history records with a NUL in a name, the
 // query id or a routing step (jsonb refuses the \u0000 escape), each beside a good record, sent
-// to a control plane on PostgreSQL, are stored (the NUL dropped, as from a statement's text) or
-// refused for what they are; never answered as the store's failure, a 503 the worker would
-// retry forever with the batch's good records.
+// to a control plane on PostgreSQL: one whose query id or name holds the NUL is refused by
+// index and field (dropping it would file "q-own\x00" as the worker's own "q-own", a duplicate
+// lost without a word), one whose free text does is stored with the NUL dropped; never answered
+// as the store's failure, a 503 the worker would retry forever with the batch's good records.
+// An admin's filter on a name with a NUL is refused 400 naming it, not a 503.
 func TestPGHistoryTextPostgreSQLCannotStore(t *testing.T) {
 	h := newPGHistory(t)
 	h.checkTextPostgreSQLCannotStore(h.register("rogue"))
@@ -59,20 +61,34 @@ func TestPGHistoryTextPostgreSQLCannotStore(t *testing.T) {
 
 func (h *pgHistory) checkTextPostgreSQLCannotStore(tok string) {
 	h.t.Helper()
-	for _, c := range []struct{ what, record string }{
-		{"a NUL in the user name", h.rec("q-nul-user", "bo\u0000b", "")},
-		{"a NUL in the protocol", h.rec("q-nul-proto", "bob", `,"protocol":"pg\u0000"`)},
-		{"a NUL in a routing step", h.rec("q-nul-trace", "bob", `,"routingTrace":["rule \u0000 matched"]`)},
-		{"a NUL in the query id", h.rec("q-nul\u0000id", "bob", "")},
+	if code, ack, raw := h.post(tok, `{"batchId":"r0","records":[`+h.rec("q-own", "bob", "")+`]}`); code != 200 || ack.Inserted+ack.Duplicates != 1 {
+		h.t.Fatalf("the worker's own record: %d %s", code, raw)
+	}
+	for _, c := range []struct{ what, record, field string }{
+		{"a NUL in the user name", h.rec("q-nul-user", "bo\u0000b", ""), "user"},
+		{"a NUL in the protocol", h.rec("q-nul-proto", "bob", `,"protocol":"pg\u0000"`), "protocol"},
+		{"a NUL in the query id", h.rec("q-nul\u0000id", "bob", ""), "queryId"},
+		{"a NUL in the query id of a record stored", h.rec("q-own\u0000", "bob", ""), "queryId"},
+		{"a NUL in a routing step", h.rec("q-nul-trace", "bob", `,"routingTrace":["rule \u0000 matched"]`), ""},
+		{"a NUL in the statement", h.rec("q-nul-sql", "bob", `,"sql":"select '\u0000'"`), ""},
 	} {
 		code, ack, raw := h.post(tok, `{"batchId":"r2","records":[`+h.rec("q-good-"+c.what, "bob", "")+`,`+c.record+`]}`)
 		switch {
 		case code == 503:
 			h.t.Errorf("%s: %d %s: answered as the store's failure, the batch's good record lost", c.what, code, raw)
-		case code == 200 && ack.Inserted+ack.Refused != 2:
-			h.t.Errorf("%s: %d %s, want the good record stored and the other stored or refused", c.what, code, raw)
-		case code != 200 && (code != 400 || !strings.Contains(raw, "NUL")):
-			h.t.Errorf("%s: %d %s, want 200 or a 400 naming the NUL", c.what, code, raw)
+		case code != 200:
+			h.t.Errorf("%s: %d %s, want 200: the good record stored", c.what, code, raw)
+		case c.field == "" && (ack.Inserted+ack.Duplicates != 2 || ack.Refused != 0):
+			h.t.Errorf("%s: %s, want both records stored", c.what, raw)
+		case c.field != "" && (ack.Inserted+ack.Duplicates != 1 || ack.Refused != 1 || len(ack.RefusedRecords) != 1 ||
+			!strings.HasPrefix(ack.RefusedRecords[0].Error, "records[1]."+c.field+": holds a NUL")):
+			h.t.Errorf("%s: %s, want the good record stored and the other refused naming records[1].%s", c.what, raw, c.field)
+		}
+	}
+	for _, q := range []string{"user=bo%00b", "cluster=%00", "worker=%ff"} {
+		code, body := h.do("GET", history.PathAdminQueries+"?"+q, adminToken, "", "")
+		if param, _, _ := strings.Cut(q, "="); code != 400 || !strings.Contains(string(body), `"field":"`+param+`"`) {
+			h.t.Errorf("GET %s?%s: %d %s, want 400 naming %s", history.PathAdminQueries, q, code, body, param)
 		}
 	}
 }

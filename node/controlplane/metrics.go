@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"kind"}),
 		historyRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_controlplane_history_records_refused_total",
-			Help: "History records refused (the rest of each batch is stored), by reason: foreign-id (another worker recorded the query id first), not-given (the record names a cluster, group or user the worker was not given).",
+			Help: "History records refused (the rest of each batch is stored), by reason: foreign-id (another worker recorded the query id first), not-given (the record names a cluster, group or user the worker was not given), nul-byte (its query id or a name holds a NUL byte).",
 		}, []string{"reason"}),
 		callsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queryflux_controlplane_worker_requests_refused_total",

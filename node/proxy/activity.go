@@ -3,6 +3,7 @@ package proxy
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -59,10 +60,27 @@ var (
 // (sharedNeedsOf: one pass, no allocation; a PostgreSQL client's every new Parse pays it),
 // and a MySQL client's current database is none of the schemas that hold them.
 func maySeeSessions(sql, database string) bool {
-	if database != "" && isSchema(database, "information_schema", "performance_schema", "sys") {
+	if isSystemSchema(database) {
 		return true
 	}
 	return sharedNeedsOf(sql)&needSessions != 0
+}
+
+// isSystemSchema is isSchema(name, "information_schema", "performance_schema", "sys"), the
+// schemas that show the engine's sessions, which every MySQL statement asks: a name of a length
+// none of them can have (isSchema's bounds: 3-9 bytes for sys, 18-54 for the others) is none
+// of them at once, and a short one only sys.
+func isSystemSchema(name string) bool {
+	switch n := len(name); {
+	case n >= 3 && n <= 9:
+		if name[0] < utf8.RuneSelf && name[0]|0x20 != 's' {
+			return false // isSchema's first-byte test, without its call
+		}
+		return isSchema(name, "sys")
+	case n >= 18 && n <= 54:
+		return isSchema(name, "information_schema", "performance_schema")
+	}
+	return false
 }
 
 func isSchema(name string, schemas ...string) bool {
@@ -71,6 +89,11 @@ func isSchema(name string, schemas ...string) bool {
 		// or longer by its non-ASCII letters ('ſ', 'K': 2 and 3 bytes for s and k), never
 		// shorter nor more than 3 times as long. Every statement asks (statement.go).
 		if len(name) < len(s) || len(name) > 3*len(s) {
+			continue
+		}
+		// An ASCII first byte folds only to its other case (each schema starts with a lower-case
+		// letter): most names differ there, without EqualFold's call.
+		if len(s) > 0 && name[0] < utf8.RuneSelf && name[0]|0x20 != s[0] {
 			continue
 		}
 		if strings.EqualFold(name, s) {

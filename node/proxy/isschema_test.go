@@ -7,8 +7,9 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestIsSchemaIsEqualFold: isSchema's length bounds never skip a name strings.EqualFold
-// matches, letters that fold to ASCII from two and three bytes ('ſ', 'K') included.
+// TestIsSchemaIsEqualFold: isSchema's length bounds and first-byte test, and isSystemSchema's
+// lengths, never skip a name strings.EqualFold matches, letters that fold to ASCII from two and
+// three bytes ('ſ', 'K') included.
 func TestIsSchemaIsEqualFold(t *testing.T) {
 	schemas := []string{"information_schema", "performance_schema", "sys"}
 	letters := []string{"s", "S", "ſ", "y", "Y", "k", "K", "_", "i", "n", "f", "o", "r", "m", "a", "t", "p", "e", "c", "h"}
@@ -36,6 +37,9 @@ func TestIsSchemaIsEqualFold(t *testing.T) {
 		}
 		if got := isSchema(name, schemas...); got != want {
 			t.Fatalf("isSchema(%q) = %v, EqualFold says %v", name, got, want)
+		}
+		if got := isSystemSchema(name); got != want {
+			t.Fatalf("isSystemSchema(%q) = %v, EqualFold says %v", name, got, want)
 		}
 	})
 }

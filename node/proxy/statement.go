@@ -154,7 +154,7 @@ func checkSharedEngineUser(req *query.Request) error { return checkSharedEngineU
 // checkSharedEngineUserAs is checkSharedEngineUser for a group whose engines log in as users.
 func checkSharedEngineUserAs(req *query.Request, users []string) error {
 	schemaDB := req.Protocol == query.ProtocolMySQL && req.Database != "" &&
-		isSchema(req.Database, "information_schema", "performance_schema", "sys")
+		isSystemSchema(req.Database)
 	shape := req.Shape.Of(req.SQL)
 	if !schemaDB && shape != nil && shape.Plain() {
 		return nil

@@ -120,10 +120,12 @@ func routingTrace(steps []proxy.TraceStep) []string {
 		return nil
 	}
 	traceLines.Lock()
-	defer traceLines.Unlock()
 	if slices.Equal(steps, traceLines.last) {
-		return traceLines.lastLines
+		lines := traceLines.lastLines
+		traceLines.Unlock() // nothing above can panic: no defer's ~30 instructions a record
+		return lines
 	}
+	defer traceLines.Unlock()
 	lines := tracedLines(steps)
 	traceLines.last, traceLines.lastLines = append(traceLines.last[:0], steps...), lines
 	return lines

@@ -181,7 +181,8 @@ func firstWord(sqlText string) string {
 
 // boolLiteralsTable reads the one table of the statement toks (its first word first): the
 // table's name as the cache keys it, the names its columns may be qualified with, an INSERT's
-// column list and the index of its VALUES keyword (0 for other statements).
+// column list (nil when it has none) and the index of its VALUES keyword (0 for other
+// statements).
 func boolLiteralsTable(toks []sqltok.Token, first, schema string) (table string, qualifiers, cols []string, values int, ok bool) {
 	if first == "select" {
 		table, qualifiers, ok = oneTable(toks, schema, true)
@@ -214,8 +215,11 @@ func boolLiteralsTable(toks []sqltok.Token, first, schema string) (table string,
 	qualifiers = []string{identName(name[len(name)-1])}
 	i = at
 	if first == "insert" {
+		if i < len(toks) && toks[i].IsWord("values", "value") {
+			return table, qualifiers, nil, i, table != "" // no column list: cols nil
+		}
 		if i >= len(toks) || toks[i].Text != "(" {
-			return "", nil, nil, 0, false // no column list: the columns' order is not in the cache
+			return "", nil, nil, 0, false
 		}
 		for i++; i < len(toks) && toks[i].Text != ")"; i++ {
 			switch {

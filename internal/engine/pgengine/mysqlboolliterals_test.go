@@ -34,33 +34,56 @@ func TestMySQLBoolLiterals(t *testing.T) {
 }
 
 func TestMySQLInsertReturning(t *testing.T) {
-	lookup := notNullLookup{schema: "db", generated: func(table string) string {
+	lookup := notNullLookup{schema: "db", generated: func(table string) generatedColumn {
 		if table == `"db"."t"` {
-			return "id"
+			return generatedColumn{name: "id", pos: 0, seq: "db.t_id_seq"}
 		}
-		return ""
+		return generatedColumn{}
 	}}
+	const next = "nextval('db.t_id_seq'::pg_catalog.regclass)"
 	for _, c := range []struct {
 		in, want string
-		returns  bool
+		rows     string // each row's place: g generated, a given id, ? not known
+		ahead    int64
+		args     []any
+		mode     string
 	}{
-		{"insert into t (name, ok) values ('a', 1), ('b', 0);", `insert into t (name, ok) values ('a', 1), ('b', 0) RETURNING "id"`, true},
-		{"INSERT INTO t (name) VALUES ('a') ON CONFLICT DO NOTHING", `INSERT INTO t (name) VALUES ('a') ON CONFLICT DO NOTHING RETURNING "id"`, true},
-		{"insert into t (id, name) values (7, 'a')", "", false},
-		{`insert into t ("id", name) values (7, 'a')`, "", false},
-		{"insert into t values (7, 'a')", "", false},
-		{"insert into t (name) values ('a') on conflict (name) do update set name = 'b'", "", false},
-		{"insert into t (name) values ('a') returning name", "", false},
-		{"insert into t (name) select name from u", "", false},
-		{"insert into u (name) values ('a')", "", false},
-		{"update t set name = 'a'", "", false},
+		{in: "insert into t (name, ok) values ('a', 1), ('b', 0);", want: `insert into t (name, ok) values ('a', 1), ('b', 0) RETURNING "id"`, rows: "gg"},
+		{in: "INSERT INTO t (name) VALUES ('a') ON CONFLICT DO NOTHING", want: `INSERT INTO t (name) VALUES ('a') ON CONFLICT DO NOTHING RETURNING "id"`, rows: "g"},
+		{in: "insert into t (id, name) values (7, 'a')", want: `insert into t (id, name) values (7, 'a') RETURNING "id"`, rows: "a", ahead: 7},
+		{in: `insert into t ("id", name) values (NULL, 'a'), (0, 'b'), (DEFAULT, 'c')`, want: `insert into t ("id", name) values (DEFAULT, 'a'), (DEFAULT, 'b'), (DEFAULT, 'c') RETURNING "id"`, rows: "ggg"},
+		{in: "insert into t values (7, 'a'), (null, 'b'), (9, 'c')", want: `insert into t values (7, 'a'), (DEFAULT, 'b'), (9, 'c') RETURNING "id"`, rows: "aga", ahead: 7},
+		{in: "insert into t values (0, 'a')", mode: "NO_AUTO_VALUE_ON_ZERO", want: `insert into t values (0, 'a') RETURNING "id"`, rows: "a"},
+		{in: "insert into t (name, id) values (lower('A'), 1 + 1)", want: `insert into t (name, id) values (lower('A'), 1 + 1) RETURNING "id"`, rows: "?"},
+		{in: "insert into t (name, id) values ('a', $1), ('b', $2), ('c', $3)", args: []any{nil, int64(0), int64(5)},
+			want: `insert into t (name, id) values ('a', COALESCE(NULLIF($1::pg_catalog.int8, 0), ` + next + `)), ('b', COALESCE(NULLIF($2::pg_catalog.int8, 0), ` + next + `)), ('c', $3) RETURNING "id"`, rows: "gga"},
+		{in: "insert into t (name) values ('a') on conflict (name) do update set name = 'b'"},
+		{in: "insert into t (name) values ('a') returning name"},
+		{in: "insert into t (name) select name from u"},
+		{in: "insert into u (name) values ('a')"},
+		{in: "update t set name = 'a'"},
 	} {
-		got, returns := mysqlInsertReturning(c.in, lookup)
-		if !c.returns {
+		got, plan := mysqlInsertReturning(c.in, lookup, c.args, c.mode)
+		if c.want == "" {
 			c.want = c.in
 		}
-		if got != c.want || returns != c.returns {
-			t.Errorf("%s:\n got  %s %v\n want %s %v", c.in, got, returns, c.want, c.returns)
+		rows := ""
+		var ahead int64
+		if plan != nil {
+			for _, p := range plan.rows {
+				switch {
+				case p.generated:
+					rows += "g"
+				case p.known:
+					rows += "a"
+				default:
+					rows += "?"
+				}
+			}
+			ahead = plan.ahead
+		}
+		if got != c.want || rows != c.rows || ahead != c.ahead {
+			t.Errorf("%s:\n got  %s %q ahead %d\n want %s %q ahead %d", c.in, got, rows, ahead, c.want, c.rows, c.ahead)
 		}
 	}
 }
@@ -80,5 +103,21 @@ func TestMySQLBoolLiteralsSkipsStatementsNamingNoBooleanColumn(t *testing.T) {
 	}
 	if got, want := mysqlBoolLiterals(`SELECT id FROM users WHERE "Active" = 1`, lookup), `SELECT id FROM users WHERE "Active" = true`; got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestMySQLLastInsertID: LAST_INSERT_ID() is the session's value; a qualified name or a call
+// with an argument is left.
+func TestMySQLLastInsertID(t *testing.T) {
+	for in, want := range map[string]string{
+		"SELECT LAST_INSERT_ID()":                         "SELECT CAST(42 AS pg_catalog.int8)",
+		"select last_insert_id ( ) + 1, last_insert_id()": "select CAST(42 AS pg_catalog.int8) + 1, CAST(42 AS pg_catalog.int8)",
+		"select last_insert_id(7)":                        "select last_insert_id(7)",
+		"select s.last_insert_id()":                       "select s.last_insert_id()",
+		"select 'last_insert_id()'":                       "select 'last_insert_id()'",
+	} {
+		if got := mysqlLastInsertID(in, 42); got != want {
+			t.Errorf("%s: got %s, want %s", in, got, want)
+		}
 	}
 }

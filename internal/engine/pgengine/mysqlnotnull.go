@@ -39,20 +39,20 @@ type notNullCache struct {
 // the first of them; mysqlinsertid.go).
 type tableColumns struct {
 	notNull, booleans map[string]bool
-	generated         string
+	generated         generatedColumn
 }
 
 // notNullTablesMax bounds the tables kept: past it the cache starts again (names of tables that
 // do not exist are kept too, as having no NOT NULL column).
 const notNullTablesMax = 4096
 
-// notNullSQL reads a table's NOT NULL, boolean and generated columns ($1: its name, qualified;
-// a generated column is NOT NULL).
-const notNullSQL = `SELECT attname, attnotnull, atttypid = 'pg_catalog.bool'::pg_catalog.regtype, ` +
+// notNullSQL reads a table's columns in order ($1: its name, qualified): whether each is NOT
+// NULL, boolean, generated (a serial or identity one, NOT NULL) and the generated one's sequence.
+const notNullSQL = `SELECT attname, attnotnull, atttypid = 'pg_catalog.bool'::pg_catalog.regtype, g, ` +
+	`CASE WHEN g THEN pg_catalog.pg_get_serial_sequence($1, attname) END FROM (SELECT attname, attnotnull, atttypid, attnum, ` +
 	`attidentity <> '' OR EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef d WHERE d.adrelid = attrelid AND d.adnum = attnum ` +
-	`AND pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%') FROM pg_catalog.pg_attribute ` +
-	`WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND (attnotnull OR atttypid = 'pg_catalog.bool'::pg_catalog.regtype) ` +
-	`ORDER BY attnum`
+	`AND pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%') AS g FROM pg_catalog.pg_attribute ` +
+	`WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) a ORDER BY attnum`
 
 // columns is table's NOT NULL columns, read on db once; nil when the catalog cannot be read.
 func (c *notNullCache) columns(ctx context.Context, db querier, table string) map[string]bool {
@@ -64,8 +64,8 @@ func (c *notNullCache) booleans(ctx context.Context, db querier, table string) m
 	return c.table(ctx, db, table).booleans
 }
 
-// generated is table's generated column, read on db once; "" for none.
-func (c *notNullCache) generated(ctx context.Context, db querier, table string) string {
+// generated is table's generated column, read on db once; its name "" for none.
+func (c *notNullCache) generated(ctx context.Context, db querier, table string) generatedColumn {
 	return c.table(ctx, db, table).generated
 }
 
@@ -82,10 +82,11 @@ func (c *notNullCache) table(ctx context.Context, db querier, table string) tabl
 		return tableColumns{}
 	}
 	cols = tableColumns{notNull: map[string]bool{}, booleans: map[string]bool{}}
-	for rows.Next() {
+	for pos := 0; rows.Next(); pos++ {
 		var name string
 		var notNull, boolean, generated bool
-		if rows.Scan(&name, &notNull, &boolean, &generated) != nil {
+		var seq *string
+		if rows.Scan(&name, &notNull, &boolean, &generated, &seq) != nil {
 			rows.Close()
 			return tableColumns{}
 		}
@@ -95,8 +96,11 @@ func (c *notNullCache) table(ctx context.Context, db querier, table string) tabl
 		if boolean {
 			cols.booleans[name] = true
 		}
-		if generated && cols.generated == "" {
-			cols.generated = name
+		if generated && cols.generated.name == "" {
+			cols.generated = generatedColumn{name: name, pos: pos}
+			if seq != nil {
+				cols.generated.seq = *seq
+			}
 		}
 	}
 	rows.Close()

@@ -26,7 +26,7 @@ type notNullLookup struct {
 	// statement names when mysqlBoolLiterals has a literal to write (nil: not known).
 	boolNames func() *columnNames
 	// generated is a table's generated column (mysqlInsertReturning).
-	generated func(table string) string
+	generated func(table string) generatedColumn
 }
 
 // mysqlNullsOrder is sqlText (PostgreSQL's text of a MySQL client's statement) with each sort

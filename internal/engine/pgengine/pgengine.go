@@ -340,7 +340,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		ctx, stop = context.WithCancel(ctx)
 	}
 	sqlText, isShow, err := showSQL(q, e.database)
-	insertID := false
+	var insertID *insertPlan
 	if err != nil {
 		stop()
 		return nil, err
@@ -403,9 +403,9 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 		stop()
 		return nil, argCountErr(err) // pgx's check of the count comes here
 	}
-	if insertID {
+	if insertID != nil {
 		defer stop()
-		return insertIDTag(ctx, rows)
+		return insertIDTag(ctx, db, rows, insertID)
 	}
 	fields := rows.FieldDescriptions()
 	if len(fields) == 0 {
@@ -440,7 +440,7 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 // the catalog as it is now, outside a transaction (the refusal changed nothing). Otherwise
 // rows (read to its end) and err are its answer. insertID: whether the insert id is read from
 // the answer.
-func (e *Engine) mysqlBooleansAgain(ctx context.Context, db querier, q *query.Request, rows pgx.Rows, err error, sqlText string, args []any, hot, insertID bool) (pgx.Rows, bool, error) {
+func (e *Engine) mysqlBooleansAgain(ctx context.Context, db querier, q *query.Request, rows pgx.Rows, err error, sqlText string, args []any, hot bool, insertID *insertPlan) (pgx.Rows, *insertPlan, error) {
 	refusal := err
 	if err == nil {
 		for rows.Next() {
@@ -465,15 +465,21 @@ func (e *Engine) mysqlBooleansAgain(ctx context.Context, db querier, q *query.Re
 	return rows, againID, err
 }
 
-// mysqlSQL is a MySQL client's statement sqlText written for PostgreSQL, and whether its
-// insert id is read from its answer (mysqlinsertid.go).
-func (e *Engine) mysqlSQL(ctx context.Context, db querier, q *query.Request, sqlText string) (string, bool) {
+// mysqlSQL is a MySQL client's statement sqlText written for PostgreSQL, and the plan its
+// insert id is read from its answer with (mysqlinsertid.go; nil for none). An id the INSERT
+// gives ahead of the ids it generates moves the sequence past it first.
+func (e *Engine) mysqlSQL(ctx context.Context, db querier, q *query.Request, sqlText string) (string, *insertPlan) {
 	notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) },
 		booleans:  func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) },
 		boolNames: func() *columnNames { return e.notNull.boolColumnNames(ctx, db) },
-		generated: func(table string) string { return e.notNull.generated(ctx, db, table) }}
-	sqlText = mysqlText(sqlText, connSQLMode(db), notNull) // MySQL's functions, NULLs sorted, as MariaDB's
-	return mysqlInsertReturning(sqlText, notNull)
+		generated: func(table string) generatedColumn { return e.notNull.generated(ctx, db, table) }}
+	mode := connSQLMode(db)
+	sqlText = mysqlText(mysqlLastInsertID(sqlText, q.LastInsertID), mode, notNull) // MySQL's functions, NULLs sorted, as MariaDB's
+	sqlText, plan := mysqlInsertReturning(sqlText, notNull, q.Args, mode)
+	if plan != nil && plan.ahead > 0 {
+		plan.raise(ctx, db, plan.ahead)
+	}
+	return sqlText, plan
 }
 
 func (e *Engine) query(ctx context.Context, db querier, sqlText string, args []any) (pgx.Rows, error) {

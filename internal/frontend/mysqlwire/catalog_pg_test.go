@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/engine/pgengine"
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
@@ -20,6 +22,13 @@ var pgCompatDDL = strings.Replace(compatDDL, "DOUBLE", "DOUBLE PRECISION", 1)
 
 // pgCluster serves the MySQL wire on a fresh PostgreSQL database, its tables made by ddl.
 func pgCluster(t *testing.T, ddl ...string) *coreFixture {
+	t.Helper()
+	f, _ := pgClusterPool(t, ddl...)
+	return f
+}
+
+// pgClusterPool is pgCluster and the engine's pool, to change the database behind the proxy.
+func pgClusterPool(t *testing.T, ddl ...string) (*coreFixture, *pgxpool.Pool) {
 	t.Helper()
 	dsn := pgtest.NewDatabase(t)
 	u, err := url.Parse(dsn)
@@ -37,7 +46,7 @@ func pgCluster(t *testing.T, ddl ...string) *coreFixture {
 			t.Fatal(err)
 		}
 	}
-	return serveCore(t, "pg", eng, coreSetup{})
+	return serveCore(t, "pg", eng, coreSetup{}), eng.(*pgengine.Engine).Pool()
 }
 
 // TestMySQLClientsCatalogOnPostgreSQL: each client library connects to a PostgreSQL cluster and

@@ -99,8 +99,11 @@ func columns(recs []history.Record) []any {
 	)
 	for i, r := range recs {
 		r = r.Canonical()
-		// Every text a worker sends, not only the statement's: one NUL would fail the whole
-		// chunk, answered as the store's failure (503) and retried with the batch's good records.
+		// Every text, not only the statement's: one NUL would fail the whole chunk, answered as
+		// the store's failure (503) and retried with the batch's good records. The control
+		// plane's ingest refuses a worker's record whose id or a name holds one (history.KeyNUL:
+		// dropped, "q-1\x00" would be filed as "q-1"); what reaches this store directly (a
+		// standalone node's own records) has it dropped here.
 		id[i], worker[i], user[i], proto[i], group[i], cluster[i] = pgText(r.QueryID), pgText(r.Worker), pgText(r.User), pgText(r.Protocol), pgText(r.Group), pgText(r.Cluster)
 		sqlText[i], digest[i], status[i], code[i], errText[i] = pgText(r.SQL), pgText(r.SQLDigest), string(r.Status), pgText(r.ErrorCode), pgText(r.Error)
 		queue[i], exec[i], rows[i], bytes[i], cache[i] = r.QueueMs, r.ExecMs, r.Rows, r.Bytes, r.CacheHit
