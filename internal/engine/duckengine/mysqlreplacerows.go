@@ -23,20 +23,9 @@ import (
 // replaceByRows runs client, a MySQL client's REPLACE, a row at a time when it needs to
 // (handled).
 func (s *session) replaceByRows(ctx context.Context, client *query.Request) (query.Rows, bool, error) {
-	toks, argsOf, i, ok := readRowInsert(client.SQL, client.Args, "into")
+	u, ai, hasAI, ok := s.rowsStatement(ctx, client, 1, "", "into")
 	if !ok {
 		return nil, false, nil
-	}
-	u, end, ok := readInsertRows(client.SQL, toks, i, argsOf)
-	if !ok || end != len(toks) || !nullableUnique(ctx, s.conn, u.db, u.table) {
-		return nil, false, nil
-	}
-	if !u.fillColumns(ctx, s) {
-		return nil, false, nil // the REPLACE says what is wrong itself
-	}
-	ai, hasAI := lookupAI(ctx, s.conn, u.db, u.table)
-	if _, _, ok := u.ids(ai, hasAI); !ok {
-		return nil, false, nil // an id not known before it runs: the plain path's
 	}
 	return s.byRows(ctx, client, func() (engine.TagRows, error) { return s.replaceRows(ctx, client, &u, ai, hasAI) })
 }
