@@ -448,7 +448,7 @@ func (e *Engine) mysqlBooleansAgain(ctx context.Context, db querier, q *query.Re
 		rows.Close()
 		refusal = rows.Err()
 	}
-	if !e.notNull.forgetBooleans(refusal) || !outsideTx(db) {
+	if !e.notNull.forgetStale(refusal) || !outsideTx(db) {
 		return rows, insertID, err
 	}
 	again, againID := e.mysqlSQL(ctx, db, q, numberedParams(q))
@@ -472,7 +472,8 @@ func (e *Engine) mysqlSQL(ctx context.Context, db querier, q *query.Request, sql
 	notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) },
 		booleans:  func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) },
 		boolNames: func() *columnNames { return e.notNull.boolColumnNames(ctx, db) },
-		generated: func(table string) generatedColumn { return e.notNull.generated(ctx, db, table) }}
+		generated: func(table string) generatedColumn { return e.notNull.generated(ctx, db, table) },
+		order:     func(table string) []string { return e.notNull.order(ctx, db, table) }}
 	mode := connSQLMode(db)
 	sqlText = mysqlText(mysqlLastInsertID(sqlText, q.LastInsertID), mode, notNull) // MySQL's functions, NULLs sorted, as MariaDB's
 	sqlText, plan := mysqlInsertReturning(sqlText, notNull, q.Args, mode)
