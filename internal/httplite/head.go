@@ -21,8 +21,9 @@ import (
 // instead of http.ReadRequest's 14 (RESULTS.md, "Trino HTTP (#22, session 19, trino helper)").
 // For any other head, or one longer than sizeMax, it reports false and consumes nothing:
 // http.ReadRequest reads it, or refuses it. It also returns the request's first Expect value,
-// which the server reads twice a request (a header lookup each).
-func parseHead(br *bufio.Reader, sizeMax int, base *http.Request) (*http.Request, string, bool) {
+// which the server reads twice a request (a header lookup each). into, when not nil, is an
+// empty map the request's header is read into (its connection's last one, serveRequest).
+func parseHead(br *bufio.Reader, sizeMax int, base *http.Request, into http.Header) (*http.Request, string, bool) {
 	buf, _ := br.Peek(br.Buffered())
 	end := headEnd(buf)
 	if end < 0 || end+4 > sizeMax {
@@ -57,7 +58,7 @@ func parseHead(br *bufio.Reader, sizeMax int, base *http.Request) (*http.Request
 	} else {
 		return nil, "", false
 	}
-	h, f, ok := parseFields(rest, p.values[:])
+	h, f, ok := parseFields(rest, p.values[:], into)
 	if !ok || f.hosts > 1 || f.lengths > 1 {
 		return nil, "", false
 	}
@@ -126,11 +127,15 @@ type framing struct {
 
 // parseFields reads the field lines of a head (each ended by CRLF) as textproto.ReadMIMEHeader
 // would, reporting false for a line it may read otherwise, and for a Transfer-Encoding, Trailer
-// or Pragma field (which parseHead leaves to http.ReadRequest).
-func parseFields(lines string, backing []string) (http.Header, framing, bool) {
+// or Pragma field (which parseHead leaves to http.ReadRequest). The fields go into into when it
+// is not nil (it must be empty), else into a new map.
+func parseFields(lines string, backing []string, into http.Header) (http.Header, framing, bool) {
 	var f framing
 	n := strings.Count(lines, "\n")
-	h := make(http.Header, n)
+	h := into
+	if h == nil {
+		h = make(http.Header, n)
+	}
 	values := backing // every field's first value, cut from one slice
 	if n > len(values) {
 		values = make([]string, n)

@@ -35,7 +35,7 @@ func TestPlainHeadsAreParsedAsReadRequestParsesThem(t *testing.T) {
 		"DELETE /v1/query/q HTTP/1.1\r\nHost: h\r\nConnection: close\r\nX-Trino-Client-Tags: a, b\r\nX-Trino-Client-Tags: c\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost:\t h \t\r\nX-Trino-User: \t\tpostgres \t \r\nX-A:\t\r\nX-B:  \r\nX-C:\ta\tb\t\r\n\r\n", // blanks around values
 	} {
-		fast, _, ok := parseHead(buffered(t, raw), 1<<20, &http.Request{})
+		fast, _, ok := parseHead(buffered(t, raw), 1<<20, &http.Request{}, nil)
 		if !ok {
 			t.Fatalf("not read without http.ReadRequest: %q", raw)
 		}
@@ -66,7 +66,7 @@ func TestOddHeadsAreReadAsReadRequestReadsThem(t *testing.T) {
 		"GET / HTTP/1.1\nHost: h\r\n\r\n",
 	} {
 		br := buffered(t, raw)
-		if fast, _, ok := parseHead(br, 1<<20, &http.Request{}); ok {
+		if fast, _, ok := parseHead(br, 1<<20, &http.Request{}, nil); ok {
 			sameRequest(t, raw, fast)
 		} else if br.Buffered() != len(raw) {
 			t.Fatalf("declined %q, consuming %d bytes", raw, len(raw)-br.Buffered())
@@ -113,7 +113,7 @@ func TestHeadsAreReadAsReadRequestReadsThem(t *testing.T) {
 		raw := b.String()
 
 		br := buffered(t, raw)
-		fast, _, ok := parseHead(br, rapid.IntRange(16, 1<<10).Draw(rt, "sizeMax"), &http.Request{})
+		fast, _, ok := parseHead(br, rapid.IntRange(16, 1<<10).Draw(rt, "sizeMax"), &http.Request{}, nil)
 		if !ok {
 			if br.Buffered() != len(raw) {
 				rt.Fatalf("declined %q, consuming %d bytes", raw, len(raw)-br.Buffered())
@@ -182,7 +182,7 @@ func sameRequest(t interface {
 // parseHeadAll is parseHead on a reader it fills first.
 func parseHeadAll(br *bufio.Reader) (*http.Request, bool) {
 	_, _ = br.Peek(br.Size())
-	req, _, ok := parseHead(br, 1<<20, &http.Request{})
+	req, _, ok := parseHead(br, 1<<20, &http.Request{}, nil)
 	return req, ok
 }
 
@@ -198,7 +198,7 @@ func BenchmarkReadHead(b *testing.B) {
 		read func(*bufio.Reader) (*http.Request, error)
 	}{
 		{"parseHead", func(br *bufio.Reader) (*http.Request, error) {
-			if req, _, ok := parseHead(br, 1<<20, &http.Request{}); ok {
+			if req, _, ok := parseHead(br, 1<<20, &http.Request{}, nil); ok {
 				return req, nil
 			}
 			return nil, io.ErrUnexpectedEOF
@@ -236,7 +236,7 @@ func TestManyFieldsAreReadAsReadRequestReadsThem(t *testing.T) {
 			fmt.Fprintf(&b, "%s: v%d\r\n", name, i)
 		}
 		raw := b.String() + "\r\n"
-		fast, _, ok := parseHead(buffered(t, raw), 1<<20, &http.Request{})
+		fast, _, ok := parseHead(buffered(t, raw), 1<<20, &http.Request{}, nil)
 		if !ok {
 			rt.Fatalf("not read without http.ReadRequest: %q", raw)
 		}

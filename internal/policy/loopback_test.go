@@ -42,6 +42,11 @@ func TestLoopbackIsWhatParseIPSays(t *testing.T) {
 				host += "%" + rapid.StringMatching(`[a-z0-9]{1,4}`).Draw(t, "zoneName")
 			}
 		case 2:
+			// What a local client is named by, and what is near it: a port of any text.
+			addr := "127.0.0.1:" + rapid.StringMatching(`[0-9:\[\]a%]{0,6}`).Draw(t, "rest")
+			if got, want := isLoopback(addr), reference(addr); got != want {
+				t.Fatalf("isLoopback(%q) = %v, net.ParseIP says %v", addr, got, want)
+			}
 			host = rapid.SampledFrom([]string{"::1", "::ffff:127.0.0.1", "0:0:0:0:0:0:0:1", "127.1", "127.0.0.01",
 				"::127.0.0.1", "localhost", "", "1::", "[::1]", "::1%lo"}).Draw(t, "odd")
 		default:

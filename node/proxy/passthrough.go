@@ -132,7 +132,8 @@ func (c *Core) AdmitPassthroughInto(ctx context.Context, req *query.Request, can
 		}
 		into = nil
 	}
-	r, ok, err := c.route(ctx, req, true)
+	var r routed
+	ok, err = c.routeInto(ctx, req, true, &r)
 	if !ok {
 		return nil, false, err
 	}

@@ -118,7 +118,7 @@ func TestPassthroughTimeoutAndLease(t *testing.T) {
 }
 
 // TestAdmitPassthroughInto: one Admission serves statement after statement, each admitted,
-// relayed and reported as its own (its id, rows and slot); an Admission not finished yet is
+// relayed and reported as its own (its id, rows, error and slot); an Admission not finished yet is
 // never made over (a violation; the statement it holds runs on and is reported).
 func TestAdmitPassthroughInto(t *testing.T) {
 	ctx := context.Background()
@@ -135,10 +135,15 @@ func TestAdmitPassthroughInto(t *testing.T) {
 			t.Fatalf("statement %d: the id %s again", i, adm.QueryID)
 		}
 		ids[adm.QueryID] = true
-		if err := adm.Relay(ctx, func() {}).Finish(int64(i), 10*int64(i), nil); err != nil {
-			t.Fatal(err)
+		var failed error // the second fails: the third's record carries none of its error
+		status, code, msg := StatusSucceeded, "", ""
+		if i == 1 {
+			failed = &query.Error{Code: "42S02", Message: "no such table"}
+			status, code, msg = StatusFailed, "42S02", failed.Error()
 		}
-		if r := h.recs.last(t); r.QueryID != adm.QueryID || r.Rows != int64(i) || r.Bytes != 10*int64(i) || r.Status != StatusSucceeded || h.core.Running("c1") != 0 {
+		_ = adm.Relay(ctx, func() {}).Finish(int64(i), 10*int64(i), failed)
+		if r := h.recs.last(t); r.QueryID != adm.QueryID || r.Rows != int64(i) || r.Bytes != 10*int64(i) || r.Status != status ||
+			r.ErrorCode != code || r.Error != msg || h.core.Running("c1") != 0 {
 			t.Fatalf("statement %d: record %+v, running %d", i, r, h.core.Running("c1"))
 		}
 	}

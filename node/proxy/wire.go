@@ -61,7 +61,8 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 // caller passes a spare only when nothing of its own reaches spare.Conn any more either (no
 // cancel of its that may still come). Otherwise (spare nil or still reachable) it is OpenWire.
 func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64, setup string, spare *Wire) (w *Wire, ok bool, err error) {
-	r, ok, err := c.route(ctx, q, true)
+	var r routed
+	ok, err = c.routeInto(ctx, q, true, &r)
 	if !ok {
 		return nil, false, err
 	}

@@ -673,6 +673,15 @@ func run(ctx context.Context, conn *sql.Conn, q *query.Request, p *prepared, don
 			return rows, err
 		}
 	}
+	if p.kind != duckdb.STATEMENT_TYPE_SELECT {
+		if tag, ok, err := execKept(ctx, conn, p, args); ok { // keptprepared.go
+			done()
+			if err != nil {
+				return nil, wrapErr(err)
+			}
+			return engine.TagRows(tag), nil
+		}
+	}
 	rows, err := conn.QueryContext(ctx, p.sqlText, args...)
 	if err != nil {
 		done()

@@ -1,6 +1,12 @@
 package duckengine
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"strconv"
+	"sync/atomic"
+
 	"github.com/duckdb/duckdb-go/v2"
 )
 
@@ -63,4 +69,62 @@ func onlySelects(sqlText string) bool {
 	}
 	first, _ := firstWords(sqlText)
 	return first == "select"
+}
+
+// keptRuns counts the statements execKept ran (its tests read it).
+var keptRuns atomic.Int64
+
+// execKept runs p, a statement that answers no rows (DDL, a SET, an INSERT, UPDATE or DELETE
+// without RETURNING), as its prepare kept it on conn instead of planning it again: a write's
+// run planned it a second time through database/sql. ok is false, with nothing run, when
+// nothing is kept for p's text (anything but a SELECT since dropped it: watchedConn.around),
+// the statement answers rows, or its arguments are ones only database/sql converts; the caller
+// then runs it the usual way. tag is the statement's command tag.
+func execKept(ctx context.Context, conn *sql.Conn, p *prepared, args []any) (tag string, ok bool, err error) {
+	named, nerr := namedArgs(args)
+	if nerr != nil {
+		return "", false, nil
+	}
+	_ = conn.Raw(func(dc any) error {
+		wc, isWatched := dc.(*watchedConn)
+		if !isWatched || wc.kept.st == nil || wc.kept.sqlText != p.sqlText {
+			return nil
+		}
+		counted := false
+		switch p.kind {
+		case duckdb.STATEMENT_TYPE_INSERT, duckdb.STATEMENT_TYPE_UPDATE, duckdb.STATEMENT_TYPE_DELETE:
+			// DuckDB's one "Count" column, as countTag reads it; a RETURNING's rows go the usual way.
+			n, cerr := wc.kept.st.ColumnCount()
+			name, nerr := wc.kept.st.ColumnName(0)
+			if cerr != nil || nerr != nil || n != 1 || name != "Count" {
+				return nil
+			}
+			counted = true
+		default:
+			if returnsRows(p.kind) {
+				return nil
+			}
+		}
+		st := wc.kept.take(p.sqlText)
+		defer st.Close()
+		ok = true
+		keptRuns.Add(1)
+		var res driver.Result
+		wc.around(p.sqlText, func() { res, err = st.ExecContext(ctx, named) })
+		if err != nil {
+			return nil
+		}
+		if !counted {
+			tag = tagFromSQL(p.sqlText)
+			return nil
+		}
+		n, rerr := res.RowsAffected()
+		if rerr != nil {
+			err = rerr
+			return nil
+		}
+		tag = dmlTagPrefix(p.kind) + strconv.FormatInt(n, 10)
+		return nil
+	})
+	return tag, ok, err
 }

@@ -197,7 +197,7 @@ func TestTrinoDateAndAggregateFunctionsOnDuckDB(t *testing.T) {
 }
 
 // openMemory opens the engine on an in-memory database for the test.
-func openMemory(t *testing.T) query.Engine {
+func openMemory(t testing.TB) query.Engine {
 	t.Helper()
 	e, err := Open(engine.Spec{Name: "duck", Kind: Kind, Endpoint: ":memory:"})
 	if err != nil {

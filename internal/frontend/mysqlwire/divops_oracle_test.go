@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // divOpsTable holds divisors that are zero in some rows.
@@ -69,6 +71,7 @@ func TestDivisionOfColumnsAsMariaDB(t *testing.T) {
 // PostgreSQL answers MariaDB's values (/ outermost only: MariaDB keeps nine digits of a
 // division inside another operation), rows, and for the select list MariaDB's warning count. Shrinks to the smallest expression that differs.
 func TestDivisionOfAnyExpression(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	pg := openDB(t, pgCluster(t).addr, testUser, "", "", "")
 	maria, _ := newMariaDB(t)
 	conns := oneConnEach(t, maria, pg)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"github.com/queryflux/queryflux/internal/mytest"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // divZeroTable is the table the division-by-zero statements read.
@@ -96,6 +97,7 @@ func TestDivisionByZeroCountedForPyMySQL(t *testing.T) {
 // column names, which values are NULL, and @@warning_count. Shrinks to the smallest list that
 // differs.
 func TestDivisionByZeroOfAnySelectList(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	maria, _ := newMariaDB(t)
 	pg := openDB(t, pgCluster(t).addr, testUser, "", "", "")
 	duck := openDB(t, duckServer(t), testUser, "", "duck", "")

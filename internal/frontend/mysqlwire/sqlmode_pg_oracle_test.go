@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/queryflux/queryflux/internal/mysqlmode"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // sqlModeSteps are the forms of SET sql_mode clients send at connect (Connector/J, SQLAlchemy,
@@ -115,6 +116,7 @@ func TestSQLModesPostgreSQLCannotKeep(t *testing.T) {
 // as MariaDB reads it back, and is refused where MariaDB refuses it; one PostgreSQL cannot keep
 // is refused naming it.
 func TestAnySQLModeOnPostgreSQLAsMariaDB(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	pg := openDB(t, pgCluster(t).addr, testUser, "", "", "")
 	maria, _ := newMariaDB(t)
 	conns := oneConnEach(t, maria, pg)

@@ -9,12 +9,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"pgregory.net/rapid"
+
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // PostgreSQL's array text ('{"a b",NULL,"c\"d"}') reaches DuckDB as a parameter (node-postgres
 // sends arrays so, typed by the statement's cast) and as a literal cast to an array type; both
 // must read as PostgreSQL reads them. The oracle is PostgreSQL itself, as in oracle_duckdb_test.go.
 func TestPGArrayTextOnDuckDB(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	o := newOracle(t)
 	m := pgtype.NewMap()
 	elem := rapid.Ptr(rapid.StringOf(rapid.Rune().Filter(func(r rune) bool { return r != 0 })), true)

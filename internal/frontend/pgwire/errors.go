@@ -27,7 +27,7 @@ func errorResponse(err error) *pgproto3.ErrorResponse {
 			Message: pe.Message, Detail: pe.Detail, Hint: pe.Hint, Position: pe.Position,
 			InternalPosition: pe.InternalPosition, InternalQuery: pe.InternalQuery, Where: pe.Where,
 			SchemaName: pe.SchemaName, TableName: pe.TableName, ColumnName: pe.ColumnName,
-			DataTypeName: pe.DataTypeName, ConstraintName: pe.ConstraintName,
+			DataTypeName: pe.DataTypeName, ConstraintName: pe.ConstraintName, Routine: pe.Routine,
 		}
 	}
 	resp := &pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR"}

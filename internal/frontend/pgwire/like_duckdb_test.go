@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // TestLikeBackslashEscapeAsPostgreSQL: LIKE, ILIKE, NOT LIKE and the ~~ operators escape with a
@@ -63,6 +64,7 @@ func TestLikeBackslashEscapeAsPostgreSQL(t *testing.T) {
 // an escaping backslash too: PostgreSQL's 22025 when matching reaches it with text left, false
 // (true for NOT LIKE) when not.
 func TestLikeEscapeProperty(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "likeprop").URL())
 	text := rapid.StringOfN(rapid.SampledFrom([]rune(`aB_%\`)), 0, 6, -1)
 	rapid.Check(t, func(rt *rapid.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine/duckengine"
 	"github.com/queryflux/queryflux/internal/frontend/pgwire/pgclienttest"
 	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/internal/testlong"
 	"github.com/queryflux/queryflux/node/proxy"
 )
 
@@ -211,6 +212,7 @@ func TestBindParameterCountAsPostgreSQL(t *testing.T) {
 // TestDuckDBAnswersAsPostgreSQLGenerated: generated values of the types where a value is a
 // literal both read alike; rapid shrinks a difference to its smallest value.
 func TestDuckDBAnswersAsPostgreSQLGenerated(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	o := newOracle(t)
 	lit := func(typ string) func(string) oracleCase {
 		return func(s string) oracleCase { return oracleCase{pg: "'" + s + "'::" + typ} }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -37,8 +38,9 @@ type preparedStmt struct {
 	named     bool     // prepared under a name (not the unnamed statement)
 	paramOIDs []uint32 // declared by the client; 0 = unspecified, refined by Describe
 	desc      *engine.Description
-	key       string // on engine connections: the SQL and declared types (stmtKey)
-	held      int    // bytes counted against the connection's budget (keepStmt)
+	result    *arrow.Schema // a named statement's first run's columns (resultChanged)
+	key       string        // on engine connections: the SQL and declared types (stmtKey)
+	held      int           // bytes counted against the connection's budget (keepStmt)
 }
 
 // portal is a bound statement (Bind), and once started, its open result stream.
@@ -155,6 +157,11 @@ func (c *conn) startPortal(p *portal) error {
 	if err != nil {
 		return c.runError(err)
 	}
+	if err := resultChanged(p.stmt, rows.Schema()); err != nil {
+		_ = rows.Close()
+		c.failTx()
+		return err
+	}
 	p.rows = rows
 	if schema := rows.Schema(); schema != nil {
 		encs, err := encodersFor(c.typeMap, schema, p.formats)
@@ -164,6 +171,51 @@ func (c *conn) startPortal(p *portal) error {
 		p.encs = encs
 	}
 	return nil
+}
+
+// resultChanged refuses, as PostgreSQL does, the run of a named statement whose columns are no
+// longer those its Describe or its first run gave the client: a client that keeps a statement
+// also keeps its description (JDBC reads the rows of a Bind/Execute by it, with no new
+// Describe), so rows of other columns would be misread. The client prepares it again, as it
+// does on PostgreSQL (pgjdbc on this error, by itself). A Describe is held to the columns'
+// number and names only: an engine may describe a type a little differently than its run
+// answers it (DuckDB's DESCRIBE), which a client reads alike in text; a run is held to the
+// first run's types too.
+func resultChanged(st *preparedStmt, schema *arrow.Schema) error {
+	if !st.named || schema == nil {
+		return nil
+	}
+	if st.result != nil {
+		if sameColumns(st.result, schema, true) {
+			return nil
+		}
+	} else if st.desc == nil || st.desc.Schema == nil || sameColumns(st.desc.Schema, schema, false) {
+		st.result = schema
+		return nil
+	}
+	// pgjdbc prepares the statement again and retries when the error names PostgreSQL's routine.
+	return &pgconn.PgError{Severity: "ERROR", Code: sqlstate.FeatureNotSupported, Message: "cached plan must not change result type", Routine: "RevalidateCachedQuery"}
+}
+
+// sameColumns: was and now have the same columns by number and name, and by PostgreSQL type
+// when typed.
+func sameColumns(was, now *arrow.Schema, typed bool) bool {
+	if was.NumFields() != now.NumFields() {
+		return false
+	}
+	for i := range now.NumFields() {
+		if was.Field(i).Name != now.Field(i).Name {
+			return false
+		}
+		if typed {
+			a, _ := engine.PGTypeOf(was.Field(i))
+			b, _ := engine.PGTypeOf(now.Field(i))
+			if a != b {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // executePortal sends up to rowsMax rows (0 = all) of a started portal, then PortalSuspended

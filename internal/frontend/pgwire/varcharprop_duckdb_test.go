@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/queryflux/queryflux/internal/pgtest"
+	"github.com/queryflux/queryflux/internal/testlong"
 )
 
 // TestVarcharLengthProperty: any value written to a varchar(n) or char(n) column, as a literal
@@ -16,6 +17,7 @@ import (
 // and its message), and reads back the same, with RowDescription's type and modifier; an
 // explicit cast to the column's type cuts it as PostgreSQL's; characters of two bytes count one.
 func TestVarcharLengthProperty(t *testing.T) {
+	testlong.RapidChecks(t, 25, 100)
 	pg, duck := connect(t, pgtest.NewDatabase(t)), connect(t, memoryDuckProxy(t, "vcprop").URL())
 	execBoth(t, pg, duck, "create table vp (id int primary key, v varchar(3), c char(3), w varchar(1), d char(1))")
 	value := rapid.StringOfN(rapid.SampledFrom([]rune("aé ")), 0, 6, -1)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"pgregory.net/rapid"
@@ -71,7 +72,7 @@ func TestAppendResultsIsEncodingJSON(t *testing.T) {
 			Columns: rapid.SampledFrom(columns).Draw(t, "columns"),
 			Data:    rapid.SliceOfN(rapid.SliceOfN(rowValue(2), 0, 5), 0, 5).Draw(t, "data"),
 			Stats: Stats{
-				State:  rapid.SampledFrom([]string{stateQueued, stateRunning, stateFinished, stateFailed}).Draw(t, "state"),
+				State:  rapid.OneOf(rapid.SampledFrom([]string{stateQueued, stateRunning, stateFinished, stateFailed}), text()).Draw(t, "state"),
 				Queued: rapid.Bool().Draw(t, "queued"), Scheduled: rapid.Bool().Draw(t, "scheduled"),
 				Nodes: int(count().Draw(t, "nodes")), TotalSplits: int(count().Draw(t, "total")),
 				QueuedSplits: int(count().Draw(t, "queuedSplits")), RunningSplits: int(count().Draw(t, "running")),
@@ -124,8 +125,9 @@ func arrowSchemaForEncodeTest() *arrow.Schema {
 // (appendJoined) is the one encoding/json writes of the whole string, whatever the strings.
 func TestInfoURIWrittenFromItsParts(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		base, id := "http://"+text().Draw(t, "host"), text().Draw(t, "id")
-		got, err := appendResults(nil, &QueryResults{ID: id, infoBase: base}, nil)
+		base := "http://" + text().Draw(t, "host")
+		id := rapid.OneOf(text(), rapid.StringMatching(`[0-9a-z_"\\]{0,30}`)).Draw(t, "id")
+		got, err := appendResults(nil, &QueryResults{ID: id, infoBase: base, plainID: plainText(id)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,4 +136,25 @@ func TestInfoURIWrittenFromItsParts(t *testing.T) {
 			t.Fatalf("appendResults wrote\n%s\nencoding/json\n%s (%v)", got, want, err)
 		}
 	})
+}
+
+// A text plainText passes goes out as it is, between its quotes, as encoding/json writes it;
+// and every query id newID makes is one, so that its pages write it without escapes.
+func TestPlainTextIsWrittenAsItIs(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.OneOf(text(), rapid.StringMatching(`[ -~]{0,20}`)).Draw(t, "s")
+		if !plainText(s) {
+			return
+		}
+		want, err := marshal(s)
+		if err != nil || string(want) != `"`+s+`"`+"\n" {
+			t.Fatalf("plainText(%q), but encoding/json writes %s", s, want)
+		}
+	})
+	s := &Server{}
+	for range 3 {
+		if id, _ := s.newID(time.Now()); !plainText(id) {
+			t.Fatalf("newID made %q, which plainText refuses", id)
+		}
+	}
 }

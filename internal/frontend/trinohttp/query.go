@@ -32,6 +32,7 @@ const (
 // and a channel per change was three allocations of every statement.
 type runningQuery struct {
 	id, slug string
+	idPlain  bool        // id goes out in JSON as it is (plainText)
 	user     string      // who may kill it through /v1/query
 	sql      string      // what the engine runs, which its error positions count in
 	header   http.Header // set on every response of the query (PREPARE's X-Trino-Added-Prepare); replaced whole under mu (setHeader)
@@ -118,7 +119,7 @@ func (q *runningQuery) stale(now time.Time, abandonAfter time.Duration) (drop, a
 func (s *Server) start(req *query.Request) (*runningQuery, bool) {
 	now := time.Now()
 	id, slug := s.newID(now)
-	q := &runningQuery{id: id, slug: slug, user: req.User, sql: req.SQL, created: now,
+	q := &runningQuery{id: id, idPlain: plainText(id), slug: slug, user: req.User, sql: req.SQL, created: now,
 		state: stateQueued, lastToken: -1, lastAccess: now}
 	// The query's own context, which the core takes as the engine's (query.WithStop) rather
 	// than deriving one more of it: it is cancelled when the query's rows end, too. It is not
@@ -397,6 +398,7 @@ type QueryResults struct {
 	UpdateCount *int64      `json:"updateCount,omitempty"`
 
 	infoBase string // the base URL of the infoUri (base/ui/query.html?ID): a page's own, not kept per query
+	plainID  bool   // ID goes out in JSON as it is (plainText): written without escapes
 }
 
 // Stats is the part of Trino's StatementStats the proxy knows.
@@ -578,7 +580,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, q *runningQuery,
 	for k, v := range header {
 		w.Header()[k] = v
 	}
-	w.Header()["Content-Type"] = jsonType
+	if !httplite.SetContentType(w, jsonType[0]) {
+		w.Header()["Content-Type"] = jsonType
+	}
 	w.Write(body)
 	if scratch != nil { // the whole result, in the POST: nothing can ask for it again
 		putPageScratch(scratch, body)
@@ -643,7 +647,7 @@ func (s *Server) page(ctx context.Context, q *runningQuery, token int64, wait ti
 	if token != q.nextToken || q.lastFinal {
 		return q.refuseTokenLocked(token)
 	}
-	res := QueryResults{ID: q.id, infoBase: base, Columns: q.columns, Warnings: []any{}}
+	res := QueryResults{ID: q.id, plainID: q.idPlain, infoBase: base, Columns: q.columns, Warnings: []any{}}
 	take := pageRows(q.pending, s.opts.PageRows, pageBytesTarget)
 	whole = whole && token == 0 && q.done && take == len(q.pending)
 	if token == 0 && !whole {
