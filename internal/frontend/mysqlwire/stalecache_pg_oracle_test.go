@@ -64,45 +64,20 @@ func TestCatalogChangedUnderTheProxyOnPostgreSQL(t *testing.T) {
 		if s.sql == "" {
 			continue
 		}
-		got := [2]string{changedStepAnswer(ctx, maria, s.sql), changedStepAnswer(ctx, pg, s.sql)}
+		got := [2]string{changedStepAnswer(t, maria, s.sql), changedStepAnswer(t, pg, s.sql)}
 		if got[0] != got[1] {
 			t.Errorf("step %d: %s:\nMariaDB:    %s\nPostgreSQL: %s", i, s.sql, got[0], got[1])
 		}
 	}
 }
 
-// changedStepAnswer is what db answers sqlText: a SELECT's rows, another statement's insert id and
-// row count, or its error.
-func changedStepAnswer(ctx context.Context, db *sql.DB, sqlText string) string {
+// changedStepAnswer is what db answers sqlText: a SELECT's rows (dumpRows), another
+// statement's insert id and row count, or its error.
+func changedStepAnswer(t *testing.T, db *sql.DB, sqlText string) string {
 	if strings.HasPrefix(sqlText, "SELECT") {
-		rows, err := db.QueryContext(ctx, sqlText)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		defer rows.Close()
-		cols, _ := rows.Columns()
-		var out [][]string
-		for rows.Next() {
-			vals := make([]sql.NullString, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				return "error: " + err.Error()
-			}
-			row := make([]string, len(cols))
-			for i, v := range vals {
-				row[i] = v.String
-				if !v.Valid {
-					row[i] = "NULL"
-				}
-			}
-			out = append(out, row)
-		}
-		return fmt.Sprint(out)
+		return dumpRows(t, db, sqlText)
 	}
-	res, err := db.ExecContext(ctx, sqlText)
+	res, err := db.ExecContext(context.Background(), sqlText)
 	if err != nil {
 		return "error: " + err.Error()
 	}
