@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,13 @@ func TestReleaseRefusalsAndFailures(t *testing.T) {
 			sleep(n.Ctx(), n.Env(), 2500*time.Millisecond)
 			check(fmt.Sprintf("%v: sent %d times in 2.6 s (sent again: %v)", c.err, client.batches, c.again),
 				(client.batches == 1) != c.again && client.batches >= 1)
+			// A refusal says this node's session ended (another registration under its name): an
+			// operator is told, once per refused batch.
+			logged, want := strings.Count(strings.Join(n.Sim().Logs(), "\n"), "refused releases of leases this node's session does not hold"), 0
+			if !c.again {
+				want = client.batches
+			}
+			check(fmt.Sprintf("%v: the refusal logged %d times, want %d", c.err, logged, want), logged == want)
 		})
 	}
 }

@@ -26,9 +26,14 @@ type lossyLink struct {
 	off   bool // lose nothing from now on
 	lost  int
 	calls map[string]int // by path
+	// before, if set, runs before each request is served: what happens meanwhile.
+	before func()
 }
 
 func (l *lossyLink) do(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if l.before != nil {
+		l.before()
+	}
 	rec := httptest.NewRecorder()
 	l.h.ServeHTTP(rec, req)
 	if l.calls == nil {

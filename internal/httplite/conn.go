@@ -420,8 +420,8 @@ func (c *conn) serveRequest(req *http.Request) int {
 		return closeConn
 	}
 	// The handler returned and nobody else has the connection: nothing uses the answer's
-	// header any more, nor the request's (a handler does not keep its request past its return,
-	// as net/http's server reuses what it made for it too).
+	// header any more, nor the request's: the handlers served here (trinohttp's) copy what they
+	// keep of a request's header (buildRequest) and use the request no more once they return.
 	clear(w.header)
 	c.header = w.header
 	if len(reqHeader) <= reqHeaderKeptMax {

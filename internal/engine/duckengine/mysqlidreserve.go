@@ -8,7 +8,8 @@ import (
 // idReservation is InnoDB's AUTO_INCREMENT counter through the rows of one MySQL statement run
 // a row at a time (handler::update_auto_increment and ha_innobase::get_auto_increment): the
 // statement reserves values at its first generated id, as many as its rows (a SELECT's rows,
-// whose count is not known before they run, 1, then 2, 4, ... as each reservation runs out);
+// whose count is not known before they run, 1), then, as each reservation runs out, as many
+// as it still counts or 2, 4, ...;
 // an explicit id past the reservation moves the counter past it; a row that inserts nothing
 // gives its id back to the next row (restore_auto_increment). Values reserved and not used are
 // lost, as there.
@@ -54,9 +55,11 @@ func (r *idReservation) take(ctx context.Context, generate bool, explicit int64)
 	if generate {
 		if r.next == 0 || r.next >= r.end {
 			if r.left == 0 {
+				// the statement's rows at first, else 1, 2, 4, ... by the reservations made
+				// (handler::update_auto_increment's nb_desired_values)
 				r.left = r.rows
-				if r.rows == 0 {
-					r.left = int64(1) << min(r.intervals, 16)
+				if r.rows == 0 || r.intervals > 0 {
+					r.left = min(int64(1)<<min(r.intervals, 16), 65535)
 				}
 			}
 			if err := moveTo(ctx, r.conn, r.seq, &r.c, r.high); err != nil {
@@ -100,6 +103,12 @@ func (r *idReservation) done(inserted bool) {
 			r.next = r.id
 		}
 	}
+}
+
+// retried counts n more writes of the row in flight (a REPLACE's, after each row it deleted):
+// InnoDB counts its reservation down a write at a time.
+func (r *idReservation) retried(n int64) {
+	r.left = max(0, r.left-n)
 }
 
 // finish moves the counter to where the statement leaves it.

@@ -27,22 +27,30 @@ import (
 // ignoreByRows runs client, a MySQL client's INSERT IGNORE, a row at a time when it needs to
 // (handled).
 func (s *session) ignoreByRows(ctx context.Context, client *query.Request) (query.Rows, bool, error) {
-	toks, argsOf, i, ok := readRowInsert(client.SQL, client.Args, "into", "ignore")
-	if !ok || !toks[1].IsWord("ignore") {
+	u, ai, hasAI, ok := s.rowsStatement(ctx, client, 2, "ignore", "into", "ignore")
+	if !ok {
 		return nil, false, nil
-	}
-	u, end, ok := readInsertRows(client.SQL, toks, i, argsOf)
-	if !ok || end != len(toks) || u.selected.text == "" && len(u.rows) < 2 || !nullableUnique(ctx, s.conn, u.db, u.table) {
-		return nil, false, nil
-	}
-	if !u.fillColumns(ctx, s) {
-		return nil, false, nil // the INSERT says what is wrong itself
-	}
-	ai, hasAI := lookupAI(ctx, s.conn, u.db, u.table)
-	if _, _, ok := u.ids(ai, hasAI); !ok {
-		return nil, false, nil // an id not known before it runs: the plain path's
 	}
 	return s.byRows(ctx, client, func() (engine.TagRows, error) { return s.ignoreRows(ctx, client, &u, ai, hasAI) })
+}
+
+// rowsStatement reads client, a MySQL client's INSERT or REPLACE whose modifiers are among
+// allowed (the first of them modifier, unless ""), to run a row at a time: ok when it writes
+// VALUES of minRows rows or more, or a SELECT's rows, into a table with a UNIQUE key over a
+// nullable column, and its ids are known before its rows run. Any other runs as written, and
+// a wrong one says what is wrong itself.
+func (s *session) rowsStatement(ctx context.Context, client *query.Request, minRows int, modifier string, allowed ...string) (u rowUpsert, ai aiColumn, hasAI, ok bool) {
+	toks, argsOf, i, ok := readRowInsert(client.SQL, client.Args, allowed...)
+	if !ok || modifier != "" && !toks[1].IsWord(modifier) {
+		return u, ai, false, false
+	}
+	u, end, ok := readInsertRows(client.SQL, toks, i, argsOf)
+	if !ok || end != len(toks) || u.selected.text == "" && len(u.rows) < minRows || !nullableUnique(ctx, s.conn, u.db, u.table) || !u.fillColumns(ctx, s) {
+		return u, ai, false, false
+	}
+	ai, hasAI = lookupAI(ctx, s.conn, u.db, u.table)
+	_, _, ok = u.ids(ai, hasAI)
+	return u, ai, hasAI, ok
 }
 
 // ids are the AUTO_INCREMENT values u's rows give (aiValue's); ok is false when one is not

@@ -82,7 +82,7 @@ func readRowUpsert(sqlText string, args []any) (u rowUpsert, ok bool) {
 		return u, false
 	}
 	u, i, ok = readInsertRows(sqlText, toks, i, argsOf)
-	if !ok || u.selected.text != "" {
+	if !ok {
 		return u, false
 	}
 	if i+4 >= len(toks) || !toks[i].IsWord("on") || !toks[i+1].IsWord("duplicate") || !toks[i+2].IsWord("key") || !toks[i+3].IsWord("update") {
@@ -102,7 +102,7 @@ func readRowUpsert(sqlText string, args []any) (u rowUpsert, ok bool) {
 		}
 		u.sets = append(u.sets, s)
 	}
-	return u, len(u.rows) > 0 && len(u.sets) > 0
+	return u, (len(u.rows) > 0 || u.selected.text != "") && len(u.sets) > 0
 }
 
 // readRowInsert reads the tokens of sqlText, a MySQL client's INSERT whose modifiers are among
@@ -113,7 +113,7 @@ func readRowInsert(sqlText string, args []any, allowed ...string) (toks []sqltok
 	if len(toks) > 0 && toks[len(toks)-1].Text == ";" {
 		toks = toks[:len(toks)-1]
 	}
-	if len(toks) < 5 || !toks[0].IsWord("insert") {
+	if len(toks) < 5 || !toks[0].IsWord("insert", "replace") {
 		return nil, nil, 0, false
 	}
 	argAt := map[int]any{} // a parameter's argument by its token's Pos
@@ -292,8 +292,11 @@ func (s *session) upsertByRows(ctx context.Context, client *query.Request) (quer
 	if isInsertIgnore(client.SQL) {
 		return s.ignoreByRows(ctx, client) // mysqlignorerows.go
 	}
+	if sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "replace") {
+		return s.replaceByRows(ctx, client) // mysqlreplacerows.go
+	}
 	u, ok := readRowUpsert(client.SQL, client.Args)
-	if !ok || !isReferenced(ctx, s, u.db, u.table) {
+	if !ok || !isReferenced(ctx, s, u.db, u.table) && !nullableUnique(ctx, s.conn, u.db, u.table) {
 		return nil, false, nil
 	}
 	if !u.fillColumns(ctx, s) {
@@ -301,17 +304,13 @@ func (s *session) upsertByRows(ctx context.Context, client *query.Request) (quer
 	}
 	for _, s := range u.sets {
 		for k := 0; k+3 < len(s.expr); k++ {
-			if e := s.expr; e[k].IsWord("values", "value") && e[k+1].Text == "(" && e[k+3].Text == ")" && u.valueOf(u.rows[0], identText(e[k+2])).text == "" {
+			if e := s.expr; e[k].IsWord("values", "value") && e[k+1].Text == "(" && e[k+3].Text == ")" && !containsFoldName(u.columns, identText(e[k+2])) {
 				return nil, false, nil // VALUES() of a column not given: its default, which the plain path knows
 			}
 		}
 	}
-	if ai, ok := lookupAI(ctx, s.conn, u.db, u.table); ok {
-		for _, r := range u.rows {
-			if _, _, ok := u.aiValue(r, ai.name); !ok {
-				return nil, false, nil // an id not known before it runs: the plain path's
-			}
-		}
+	if _, _, ok := u.ids(lookupAI(ctx, s.conn, u.db, u.table)); !ok {
+		return nil, false, nil // an id not known before it runs: the plain path's
 	}
 	return s.byRows(ctx, client, func() (engine.TagRows, error) { return s.upsertRows(ctx, client, &u) })
 }
@@ -359,7 +358,8 @@ func (u *rowUpsert) fillColumns(ctx context.Context, s *session) bool {
 // maybeRowUpsert reports whether q may be such an upsert, or an INSERT IGNORE run a row at a
 // time (mysqlignorerows.go), from its text only.
 func maybeRowUpsert(q *query.Request) bool {
-	return isMySQL(q) && (containsFold(q.SQL, "duplicate") || containsFold(q.SQL, "ignore")) && sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "insert")
+	return isMySQL(q) && ((containsFold(q.SQL, "duplicate") || containsFold(q.SQL, "ignore")) && sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "insert") ||
+		sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "replace"))
 }
 
 // sub runs sqlText (a MySQL client's statement, its parameters' args) in the session as
@@ -374,15 +374,27 @@ func (s *session) sub(ctx context.Context, client *query.Request, sqlText string
 func (s *session) upsertRows(ctx context.Context, client *query.Request, u *rowUpsert) (engine.TagRows, error) {
 	keys := keyedColumns(ctx, s.conn, u.db, u.table)
 	ai, hasAI := lookupAI(ctx, s.conn, u.db, u.table)
+	if err := s.readSource(ctx, client, u); err != nil {
+		return "", err
+	}
 	explicit, generate, ok := u.ids(ai, hasAI)
 	if !ok {
 		return "", errIDNotNumber
 	}
-	ids, err := newIDReservation(ctx, s.conn, ai, hasAI, int64(len(u.rows)), false)
+	selected := u.selected.text != ""
+	known := int64(len(u.rows))
+	if selected {
+		known = 0
+	}
+	ids, err := newIDReservation(ctx, s.conn, ai, hasAI, known, selected)
 	if err != nil {
 		return "", err
 	}
-	var affected, okID, firstGenerated int64
+	// The OK packet's id, when no generated id was inserted, is the AUTO_INCREMENT field as
+	// the last row leaves it: its id inserted, the id of the row it found. MariaDB sends it
+	// only when a row was inserted or changed, and never after a SELECT.
+	var affected, lastID, firstGenerated int64
+	copied := false
 	for r, row := range u.rows {
 		key, foundID, err := s.upsertTarget(ctx, client, u, row, keys, ai.name)
 		if err != nil {
@@ -398,12 +410,11 @@ func (s *session) upsertRows(ctx context.Context, client *query.Request, u *rowU
 			}
 			ids.done(true)
 			affected++
+			copied = true
 			if generate[r] && firstGenerated == 0 {
 				firstGenerated = id
 			}
-			if hasAI {
-				okID = id
-			}
+			lastID = id
 			continue
 		}
 		ids.done(false) // a row that updates gives its value back (InnoDB's restore_auto_increment)
@@ -414,10 +425,11 @@ func (s *session) upsertRows(ctx context.Context, client *query.Request, u *rowU
 		switch {
 		case changed:
 			affected += 2
-			okID = foundID
+			copied = true
 		case client.FoundRows:
 			affected++
 		}
+		lastID = foundID
 	}
 	if err := ids.finish(ctx); err != nil {
 		return "", err
@@ -426,41 +438,20 @@ func (s *session) upsertRows(ctx context.Context, client *query.Request, u *rowU
 	if firstGenerated != 0 {
 		return engine.TagRows("INSERT " + strconv.FormatInt(firstGenerated, 10) + " " + n), nil
 	}
-	return engine.TagRows("INSERT explicit:" + strconv.FormatInt(okID, 10) + " " + n), nil
+	if !copied || !hasAI || selected {
+		lastID = 0
+	}
+	return engine.TagRows("INSERT explicit:" + strconv.FormatInt(lastID, 10) + " " + n), nil
 }
 
 // upsertTarget finds the row a key of row collides with: the key (nil for none) and the row's
 // AUTO_INCREMENT value (0 without one).
 func (s *session) upsertTarget(ctx context.Context, client *query.Request, u *rowUpsert, row []sqlPart, keys [][]string, aiName string) ([]string, int64, error) {
-	var conds [][]string // each key's column = (value) texts
-	var condKeys [][]string
-	for _, k := range keys {
-		var parts []string
-		for _, col := range k {
-			v := u.valueOf(row, col).text
-			if v == "" || strings.EqualFold(v, "null") || strings.EqualFold(v, "default") || strings.EqualFold(col, aiName) && v == "0" {
-				parts = nil // a key the row does not give, or gives NULL, finds nothing
-				break
-			}
-			parts = append(parts, col)
-		}
-		if parts != nil {
-			conds, condKeys = append(conds, parts), append(condKeys, k)
-		}
-	}
+	conds, condKeys := u.keyConds(row, keys, aiName)
 	if len(conds) == 0 {
 		return nil, 0, nil
 	}
-	cond := func(t *stmtText, i int) {
-		t.add("(")
-		for j, col := range conds[i] {
-			if j > 0 {
-				t.add(" AND ")
-			}
-			t.add(mysqlIdent(col), " = (").part(u.valueOf(row, col)).add(")")
-		}
-		t.add(")")
-	}
+	cond := func(t *stmtText, i int) { u.keyMatch(t, row, conds[i]) }
 	var t stmtText
 	t.add("SELECT CASE")
 	for i := range conds {
@@ -497,6 +488,38 @@ func (s *session) upsertTarget(ctx context.Context, client *query.Request, u *ro
 	}
 	id, _ := strconv.ParseInt(b.Column(1).ValueStr(0), 10, 64)
 	return condKeys[k], id, nil
+}
+
+// keyConds are the keys (of keys) row may find a row by, their columns (conds) and each key
+// (condKeys): a key the row does not give, or gives NULL in, finds nothing.
+func (u *rowUpsert) keyConds(row []sqlPart, keys [][]string, aiName string) (conds, condKeys [][]string) {
+	for _, k := range keys {
+		var parts []string
+		for _, col := range k {
+			v := u.valueOf(row, col).text
+			if v == "" || strings.EqualFold(v, "null") || strings.EqualFold(v, "default") || strings.EqualFold(col, aiName) && v == "0" {
+				parts = nil
+				break
+			}
+			parts = append(parts, col)
+		}
+		if parts != nil {
+			conds, condKeys = append(conds, parts), append(condKeys, k)
+		}
+	}
+	return conds, condKeys
+}
+
+// keyMatch writes to t the condition that a row has row's values in columns.
+func (u *rowUpsert) keyMatch(t *stmtText, row []sqlPart, columns []string) {
+	t.add("(")
+	for j, col := range columns {
+		if j > 0 {
+			t.add(" AND ")
+		}
+		t.add(mysqlIdent(col), " = (").part(u.valueOf(row, col)).add(")")
+	}
+	t.add(")")
 }
 
 // upsertInsert inserts row, its AUTO_INCREMENT value id when generate.

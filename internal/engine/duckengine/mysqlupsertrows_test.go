@@ -22,13 +22,17 @@ func TestReadRowUpsertKeepsEachValuesArguments(t *testing.T) {
 	}
 	for _, bad := range []string{
 		"INSERT IGNORE INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = 2",
-		"INSERT INTO t (a) SELECT 1 ON DUPLICATE KEY UPDATE a = 2",
 		"INSERT INTO t SET a = 1 ON DUPLICATE KEY UPDATE a = 2",
 		"INSERT INTO t (a, b) VALUES (1) ON DUPLICATE KEY UPDATE a = 2",
 	} {
 		if _, ok := readRowUpsert(bad, nil); ok {
 			t.Errorf("read: %s", bad)
 		}
+	}
+	// a SELECT's rows are read when it runs; the SELECT ends where ON DUPLICATE KEY UPDATE starts
+	sel, ok := readRowUpsert("INSERT INTO t (a) SELECT x FROM s WHERE y = ? ON DUPLICATE KEY UPDATE a = ?", []any{1, 2})
+	if got := fmt.Sprint(sel.selected, sel.sets[0].args); !ok || got != "{SELECT x FROM s WHERE y = ? [1]} [2]" {
+		t.Errorf("SELECT: %s %v", got, ok)
 	}
 	if _, ok := readRowUpsert("INSERT INTO t (a) VALUES (?) ON DUPLICATE KEY UPDATE a = 2", nil); ok {
 		t.Error("read with an argument missing")

@@ -94,6 +94,11 @@ func TestAutoIncrementOfRefusedRowsLikeMariaDB(t *testing.T) {
 				text += " (id, s, u)"
 			}
 			text += " VALUES " + strings.Join(rows, ", ")
+			if ignore {
+				// Its generated ids may all be ignored, which leaves MariaDB's LAST_INSERT_ID()
+				// after a refusal where the refusal left it.
+				generates = false
+			}
 			var got []string
 			for _, name := range []string{"MariaDB", "DuckDB"} {
 				got = append(got, refusedOutcome(ctx, rt, name, conns[name], table, text, lastKnown || generates))

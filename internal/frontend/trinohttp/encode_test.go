@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 	"pgregory.net/rapid"
 )
 
@@ -151,10 +152,14 @@ func TestPlainTextIsWrittenAsItIs(t *testing.T) {
 			t.Fatalf("plainText(%q), but encoding/json writes %s", s, want)
 		}
 	})
-	s := &Server{}
+	s, err := NewServer(frontendtest.NewBackend(countingEngine(1)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	for range 3 {
-		if id, _ := s.newID(time.Now()); !plainText(id) {
-			t.Fatalf("newID made %q, which plainText refuses", id)
+		if id, _ := s.newID(time.Now()); !s.plainIDs || !plainText(id) {
+			t.Fatalf("newID made %q (plainIDs %v), which plainText refuses", id, s.plainIDs)
 		}
 	}
 }

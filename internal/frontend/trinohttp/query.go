@@ -119,7 +119,7 @@ func (q *runningQuery) stale(now time.Time, abandonAfter time.Duration) (drop, a
 func (s *Server) start(req *query.Request) (*runningQuery, bool) {
 	now := time.Now()
 	id, slug := s.newID(now)
-	q := &runningQuery{id: id, idPlain: plainText(id), slug: slug, user: req.User, sql: req.SQL, created: now,
+	q := &runningQuery{id: id, idPlain: s.plainIDs, slug: slug, user: req.User, sql: req.SQL, created: now,
 		state: stateQueued, lastToken: -1, lastAccess: now}
 	// The query's own context, which the core takes as the engine's (query.WithStop) rather
 	// than deriving one more of it: it is cancelled when the query's rows end, too. It is not
