@@ -11,7 +11,7 @@ import (
 // (..., 1)`, `UPDATE t SET ok = 0`, `WHERE ok = 1`. PostgreSQL refuses an integer for a boolean
 // column (1210 `column "ok" is of type boolean but expression is of type integer`, 1105
 // `operator does not exist: boolean = integer`). In a statement of one table (an INSERT with
-// its column list, an UPDATE or DELETE of one table, a SELECT oneTable reads), an integer
+// or without its column list, an UPDATE or DELETE of one table, a SELECT oneTable reads), an integer
 // literal that is a boolean column's value (a VALUES row's item in the column's place) or is
 // compared with one (`c = 1`, `c <> 0`, `c != 1`, the column bare or qualified by the table or
 // its alias; an assignment of SET or ON CONFLICT too) is written as the truth value MariaDB's
@@ -30,7 +30,7 @@ func mysqlBoolLiterals(sqlText string, lookup notNullLookup) string {
 	if first != "insert" && first != "update" && first != "delete" && first != "select" {
 		return sqlText
 	}
-	if lookup.boolNames != nil && !lookup.boolNames().namedIn(sqlText) {
+	if lookup.boolNames != nil && !lookup.boolNames().namedIn(sqlText) && (first != "insert" || columnsListed(sqlText)) {
 		return sqlText // most statements, `WHERE id = 1` too: no tokens, no table's lookup
 	}
 	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
@@ -41,6 +41,9 @@ func mysqlBoolLiterals(sqlText string, lookup notNullLookup) string {
 	bools := lookup.booleans(table)
 	if len(bools) == 0 {
 		return sqlText
+	}
+	if values > 0 && cols == nil && lookup.order != nil {
+		cols = lookup.order(table) // an INSERT without its column list
 	}
 	truths := map[int]string{} // token index -> its truth value
 	if values > 0 {
@@ -156,6 +159,17 @@ func isASCIIWord(name string) bool {
 	for k := range len(name) {
 		if c := name[k]; c >= 0x80 || !wordByte(c) {
 			return false
+		}
+	}
+	return true
+}
+
+// columnsListed reports whether an INSERT's text has its column list: a ")" before its first
+// VALUES (an INSERT without one names no column it gives a value of).
+func columnsListed(sqlText string) bool {
+	for i := 0; i+6 <= len(sqlText); i++ {
+		if sqlText[i]|0x20 == 'v' && strings.EqualFold(sqlText[i:i+6], "values") && (i == 0 || !wordByte(sqlText[i-1])) {
+			return strings.HasSuffix(strings.TrimRight(sqlText[:i], " \t\r\n"), ")")
 		}
 	}
 	return true

@@ -8,13 +8,15 @@ func TestMySQLBoolLiterals(t *testing.T) {
 			return nil
 		}
 		return map[string]bool{"ok": true, "Ok": true}
-	}}
+	}, order: func(table string) []string { return []string{"id", "ok", "name"} },
+		boolNames: func() *columnNames { return newColumnNames([]string{"ok", "Ok"}) }}
 	for _, c := range []struct{ in, want string }{
 		{"insert into t (name, ok, n) values ('a', 1, 1), ('b', 0, 0), ('c', 2, (1)), ('d', NULL, 1)",
 			"insert into t (name, ok, n) values ('a', true, 1), ('b', false, 0), ('c', true, (1)), ('d', NULL, 1)"},
 		{`INSERT IGNORE INTO s.t ("Ok", ok) VALUES (0, 1) ON CONFLICT (id) DO UPDATE SET ok = 0, n = 1`,
 			`INSERT IGNORE INTO s.t ("Ok", ok) VALUES (false, true) ON CONFLICT (id) DO UPDATE SET ok = false, n = 1`},
-		{"insert into t values (1, 1)", "insert into t values (1, 1)"},
+		{"insert into t values (1, 1, 'x'), (0, 0, 'y')", "insert into t values (1, true, 'x'), (0, false, 'y')"},
+		{"insert into t(id) values (1)", "insert into t(id) values (1)"},
 		{"insert into t (ok) select 1", "insert into t (ok) select 1"},
 		{"insert into u (ok) values (1)", "insert into u (ok) values (1)"},
 		{"update t set ok = 1, n = 1 where ok = 0 and x.ok = 1 and t.ok <> 1 and ok != 01",

@@ -49,8 +49,11 @@ type insertPlan struct {
 	rows []aiPlace // each VALUES row's place, in order
 	seq  string    // the column's sequence, "" for none
 	// ahead is the largest id given before the first generated row (0: none), raised to
-	// before the statement runs.
-	ahead int64
+	// before the statement runs, when the table's column at place (0 the first) is still the
+	// generated column col.
+	ahead      int64
+	table, col string
+	place      int
 }
 
 // mysqlInsertReturning is sqlText returning lookup's table's generated column, its rows' NULL
@@ -84,7 +87,7 @@ func mysqlInsertReturning(sqlText string, lookup notNullLookup, args []any, sqlM
 			}
 		}
 	}
-	plan := &insertPlan{seq: gen.seq}
+	plan := &insertPlan{seq: gen.seq, table: table, col: gen.name, place: gen.pos}
 	next := "DEFAULT"
 	if gen.seq != "" {
 		next = "nextval('" + strings.ReplaceAll(gen.seq, "'", "''") + "'::pg_catalog.regclass)"
@@ -200,6 +203,25 @@ func raiseSQL(seq string) string {
 	return `SELECT pg_catalog.setval($1::pg_catalog.regclass, $2) FROM ` + seq + ` WHERE $2 > last_value - (NOT is_called)::int`
 }
 
+// aheadSQL is raiseSQL when table $3's column at place $4 is still $5: the ids were read at a
+// place the cache knew, which a table changed under it no longer has (the statement, refused,
+// is written again; the ids of another column must not move the sequence).
+func aheadSQL(seq string) string {
+	return raiseSQL(seq) + ` AND (SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = pg_catalog.to_regclass($3) AND attnum > 0 ` +
+		`AND NOT attisdropped ORDER BY attnum OFFSET $4 LIMIT 1) = $5`
+}
+
+// raiseAhead moves plan's sequence past the ids given ahead of its first generated row.
+func (plan *insertPlan) raiseAhead(ctx context.Context, db querier) {
+	if plan.seq == "" || plan.ahead <= 0 {
+		return
+	}
+	rows, err := db.Query(ctx, aheadSQL(plan.seq), pgx.QueryExecModeExec, plan.seq, plan.ahead, plan.table, plan.place, plan.col)
+	if err == nil {
+		rows.Close()
+	}
+}
+
 // raise moves plan's sequence past id on db: an id given at or above it, as MariaDB's counter
 // moves. A failure leaves the counter (the INSERT's own answer stands).
 func (plan *insertPlan) raise(ctx context.Context, db querier, id int64) {
@@ -212,11 +234,9 @@ func (plan *insertPlan) raise(ctx context.Context, db querier, id int64) {
 	}
 }
 
-// insertIDTag reads the rows of an INSERT mysqlInsertReturning wrote and answers its tag as
-// the frontend reads it: "INSERT <first generated id> <rows>", "INSERT explicit:<last id
-// given> <rows>" when none was generated ("INSERT 0 0" when no row went in: INSERT IGNORE's
-// conflict). An id given moves the sequence past it.
-func insertIDTag(ctx context.Context, db querier, rows pgx.Rows, plan *insertPlan) (query.Rows, error) {
+// readIDs reads the ids an INSERT mysqlInsertReturning wrote returned, and PostgreSQL's
+// refusal of it.
+func readIDs(rows pgx.Rows) ([]int64, error) {
 	var ids []int64
 	for rows.Next() {
 		var id int64
@@ -233,12 +253,17 @@ func insertIDTag(ctx context.Context, db querier, rows pgx.Rows, plan *insertPla
 		ids = append(ids, id)
 	}
 	rows.Close()
-	if err := cancelledOr(ctx, rows.Err()); err != nil {
-		return nil, argCountErr(err)
-	}
+	return ids, rows.Err()
+}
+
+// insertIDTag is the tag of an INSERT mysqlInsertReturning wrote as the frontend reads it, of
+// the ids it returned: "INSERT <first generated id> <rows>", "INSERT explicit:<last id given>
+// <rows>" when none was generated ("INSERT 0 0" when no row went in: INSERT IGNORE's
+// conflict). An id given moves the sequence past it.
+func insertIDTag(ctx context.Context, db querier, ids []int64, plan *insertPlan) query.Rows {
 	n := strconv.Itoa(len(ids))
 	if len(ids) == 0 {
-		return engine.TagRows("INSERT 0 0"), nil
+		return engine.TagRows("INSERT 0 0")
 	}
 	first, given := -1, false
 	for i, p := range plan.rows {
@@ -250,7 +275,7 @@ func insertIDTag(ctx context.Context, db querier, rows pgx.Rows, plan *insertPla
 	switch {
 	case first < 0:
 		plan.raise(ctx, db, slices.Max(ids))
-		return engine.TagRows("INSERT explicit:" + strconv.FormatInt(ids[len(ids)-1], 10) + " " + n), nil
+		return engine.TagRows("INSERT explicit:" + strconv.FormatInt(ids[len(ids)-1], 10) + " " + n)
 	case len(ids) != len(plan.rows):
 		first = 0 // rows left out (INSERT IGNORE's conflicts): the rows' places are not known
 	}
@@ -259,7 +284,7 @@ func insertIDTag(ctx context.Context, db querier, rows pgx.Rows, plan *insertPla
 		// some has rows at its first generated one, and loses those it does not use
 		plan.raise(ctx, db, max(slices.Max(ids), ids[first]+int64(len(plan.rows))-1))
 	}
-	return engine.TagRows("INSERT " + strconv.FormatInt(ids[first], 10) + " " + n), nil
+	return engine.TagRows("INSERT " + strconv.FormatInt(ids[first], 10) + " " + n)
 }
 
 // mysqlLastInsertID is sqlText with each LAST_INSERT_ID() call written as id, the client

@@ -22,7 +22,9 @@ import (
 // CUBE), and no select item named as the column but another expression. Each table's NOT NULL
 // columns are read once on the statement's connection and kept (notNullCache) until a
 // statement through this engine changes a table's definition: CREATE, ALTER or DROP (inside a
-// transaction, also at its COMMIT). A change made outside the proxy is not seen.
+// transaction, also at its COMMIT). A change made outside the proxy (another worker's, or
+// directly on PostgreSQL) is seen when a statement written from the old definition fails
+// (forgetStale): the cache is read again and the statement, outside a transaction, runs again.
 
 // notNullCache is the NOT NULL columns of the tables MySQL clients sort, by the table's
 // qualified name as the statement's connection resolves it.
@@ -40,6 +42,7 @@ type notNullCache struct {
 type tableColumns struct {
 	notNull, booleans map[string]bool
 	generated         generatedColumn
+	order             []string // the table's columns in order (an INSERT without its column list)
 }
 
 // notNullTablesMax bounds the tables kept: past it the cache starts again (names of tables that
@@ -62,6 +65,11 @@ func (c *notNullCache) columns(ctx context.Context, db querier, table string) ma
 // booleans is table's boolean columns, read on db once; nil when the catalog cannot be read.
 func (c *notNullCache) booleans(ctx context.Context, db querier, table string) map[string]bool {
 	return c.table(ctx, db, table).booleans
+}
+
+// order is table's columns in order, read on db once; nil when the catalog cannot be read.
+func (c *notNullCache) order(ctx context.Context, db querier, table string) []string {
+	return c.table(ctx, db, table).order
 }
 
 // generated is table's generated column, read on db once; its name "" for none.
@@ -90,6 +98,7 @@ func (c *notNullCache) table(ctx context.Context, db querier, table string) tabl
 			rows.Close()
 			return tableColumns{}
 		}
+		cols.order = append(cols.order, name)
 		if notNull {
 			cols.notNull[name] = true
 		}
@@ -165,16 +174,24 @@ func (c *notNullCache) forget() {
 	c.mu.Unlock()
 }
 
-// forgetBooleans drops what the cache keeps when err is PostgreSQL's refusal of an integer
-// where a boolean goes (42804, or 42883: no boolean = integer operator), what a MySQL 1 or 0
-// meets in a boolean column the cache did not know of; it reports whether it did.
-func (c *notNullCache) forgetBooleans(err error) bool {
+// forgetStale drops what the cache keeps when err is PostgreSQL's refusal of a statement
+// written from a table's definition that changed under the cache (through another worker or
+// directly on PostgreSQL), and reports whether it did: an integer where a boolean goes, or a
+// boolean where an integer now goes (42804; 42883: no boolean = integer operator), a column
+// no longer there (42703: a generated column returned by its old name), NULL left in a
+// generated column's new place (23502), a value for an identity column that refuses one
+// (428C9).
+func (c *notNullCache) forgetStale(err error) bool {
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || (pe.Code != "42804" && pe.Code != "42883") {
+	if !errors.As(err, &pe) {
 		return false
 	}
-	c.forget()
-	return true
+	switch pe.Code {
+	case "42804", "42883", "42703", "23502", "428C9":
+		c.forget()
+		return true
+	}
+	return false
 }
 
 // ddlInTxKey marks a connection (pgconn's CustomData) whose open transaction changed a table's

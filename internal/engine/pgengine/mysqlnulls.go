@@ -27,6 +27,8 @@ type notNullLookup struct {
 	boolNames func() *columnNames
 	// generated is a table's generated column (mysqlInsertReturning).
 	generated func(table string) generatedColumn
+	// order is a table's columns in order (an INSERT without its column list).
+	order func(table string) []string
 }
 
 // mysqlNullsOrder is sqlText (PostgreSQL's text of a MySQL client's statement) with each sort

@@ -405,7 +405,17 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 	}
 	if insertID != nil {
 		defer stop()
-		return insertIDTag(ctx, db, rows, insertID)
+		ids, err := readIDs(rows)
+		if again, plan, ok := e.mysqlAgain(ctx, db, q, err, sqlText, args, hot); ok { // a refusal at its execution
+			if rows, err = e.query(ctx, db, again, args); err == nil {
+				ids, err = readIDs(rows)
+			}
+			insertID = plan
+		}
+		if err := cancelledOr(ctx, err); err != nil {
+			return nil, argCountErr(err)
+		}
+		return insertIDTag(ctx, db, ids, insertID), nil
 	}
 	fields := rows.FieldDescriptions()
 	if len(fields) == 0 {
@@ -448,21 +458,33 @@ func (e *Engine) mysqlBooleansAgain(ctx context.Context, db querier, q *query.Re
 		rows.Close()
 		refusal = rows.Err()
 	}
-	if !e.notNull.forgetBooleans(refusal) || !outsideTx(db) {
+	again, plan, ok := e.mysqlAgain(ctx, db, q, refusal, sqlText, args, hot)
+	if !ok {
 		return rows, insertID, err
 	}
-	again, againID := e.mysqlSQL(ctx, db, q, numberedParams(q))
+	rows, err = e.query(ctx, db, again, args)
+	return rows, plan, err
+}
+
+// mysqlAgain is a MySQL client's statement written again from the catalog as it is now, its
+// insert id's plan, and true, when PostgreSQL's refusal (of sqlText, written from the cache)
+// says the cache was stale, outside a transaction (the refusal changed nothing), and the text
+// is another; args set for it.
+func (e *Engine) mysqlAgain(ctx context.Context, db querier, q *query.Request, refusal error, sqlText string, args []any, hot bool) (string, *insertPlan, bool) {
+	if refusal == nil || !e.notNull.forgetStale(refusal) || !outsideTx(db) {
+		return "", nil, false
+	}
+	again, plan := e.mysqlSQL(ctx, db, q, numberedParams(q))
 	if len(q.Args) > 0 || hot {
 		again = cachedUnder(ctx, again)
 	}
 	if again == sqlText {
-		return rows, insertID, err
+		return "", nil, false
 	}
 	if len(q.Args) == 0 {
 		args[1] = e.argsFreeMode // not the hot path's cached statement: the text is another
 	}
-	rows, err = e.query(ctx, db, again, args)
-	return rows, againID, err
+	return again, plan, true
 }
 
 // mysqlSQL is a MySQL client's statement sqlText written for PostgreSQL, and the plan its
@@ -472,12 +494,13 @@ func (e *Engine) mysqlSQL(ctx context.Context, db querier, q *query.Request, sql
 	notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) },
 		booleans:  func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) },
 		boolNames: func() *columnNames { return e.notNull.boolColumnNames(ctx, db) },
-		generated: func(table string) generatedColumn { return e.notNull.generated(ctx, db, table) }}
+		generated: func(table string) generatedColumn { return e.notNull.generated(ctx, db, table) },
+		order:     func(table string) []string { return e.notNull.order(ctx, db, table) }}
 	mode := connSQLMode(db)
 	sqlText = mysqlText(mysqlLastInsertID(sqlText, q.LastInsertID), mode, notNull) // MySQL's functions, NULLs sorted, as MariaDB's
 	sqlText, plan := mysqlInsertReturning(sqlText, notNull, q.Args, mode)
-	if plan != nil && plan.ahead > 0 {
-		plan.raise(ctx, db, plan.ahead)
+	if plan != nil {
+		plan.raiseAhead(ctx, db)
 	}
 	return sqlText, plan
 }
