@@ -33,11 +33,13 @@ func TestClientCannotEndAnotherClientsSessionThroughRunTimeSQL(t *testing.T) {
 			"select pg_temp.qf_rt('select pg_' || 'cancel_backend(%d)')",
 		"do language plpgsql $$ begin execute 'select pg_' || 'cancel' || '_backend(%d)'; end $$",
 	}
-	running := func(c *pgx.Conn, tag string) (int, chan error) {
+	// A victim sleeps for secs: the oracle's victims long enough that only a cancel ends
+	// them however loaded the machine is, Alice's short enough to end by itself.
+	running := func(c *pgx.Conn, tag string, secs int) (int, chan error) {
 		done := make(chan error, 1)
 		go func() {
 			var got string
-			err := c.QueryRow(context.Background(), fmt.Sprintf("select pg_sleep(3), '%s'", tag)).Scan(nil, &got)
+			err := c.QueryRow(context.Background(), fmt.Sprintf("select pg_sleep(%d), '%s'", secs, tag)).Scan(nil, &got)
 			if err == nil && got != tag {
 				err = fmt.Errorf("row %q", got)
 			}
@@ -45,7 +47,7 @@ func TestClientCannotEndAnotherClientsSessionThroughRunTimeSQL(t *testing.T) {
 		}()
 		var pid int
 		waitFor(t, 10*time.Second, func() bool {
-			return direct.QueryRow(context.Background(), `select pid from pg_stat_activity where query like '%pg_sleep(3), '''
+			return direct.QueryRow(context.Background(), `select pid from pg_stat_activity where query like '%pg_sleep(%), '''
 				|| $1 || '''%' and state = 'active'`, tag).Scan(&pid) == nil
 		})
 		return pid, done
@@ -54,7 +56,7 @@ func TestClientCannotEndAnotherClientsSessionThroughRunTimeSQL(t *testing.T) {
 	// The oracle: directly on PostgreSQL, the DO forms cancel another backend of the role.
 	victim := connect(t, url)
 	for i, attack := range []string{attacks[0], attacks[3]} {
-		pid, done := running(victim, fmt.Sprintf("qf-direct-victim-%d", i))
+		pid, done := running(victim, fmt.Sprintf("qf-direct-victim-%d", i), 60)
 		if _, err := direct.Exec(context.Background(), fmt.Sprintf(attack, pid)); err != nil {
 			t.Fatalf("directly on PostgreSQL, %q: %v", attack, err)
 		}
@@ -64,7 +66,7 @@ func TestClientCannotEndAnotherClientsSessionThroughRunTimeSQL(t *testing.T) {
 		}
 	}
 
-	pid, done := running(alice, "qf-victim-statement")
+	pid, done := running(alice, "qf-victim-statement", 3)
 	for _, attack := range attacks {
 		stmt := fmt.Sprintf(attack, pid)
 		for mode, m := range map[string]pgx.QueryExecMode{"simple": pgx.QueryExecModeSimpleProtocol, "extended": pgx.QueryExecModeExec} {
