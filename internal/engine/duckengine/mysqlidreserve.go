@@ -3,6 +3,8 @@ package duckengine
 import (
 	"context"
 	"database/sql"
+
+	"github.com/queryflux/queryflux/internal/query"
 )
 
 // idReservation is InnoDB's AUTO_INCREMENT counter through the rows of one MySQL statement run
@@ -32,6 +34,25 @@ type idReservation struct {
 	// once it inserts.
 	prevNext, id, written int64
 	generated             bool
+}
+
+// readRowIDs reads u's rows (a SELECT's first) and reserves their AUTO_INCREMENT ids: each
+// row's explicit id, whether it generates one, and the statement's reservation (dupMoves as
+// newIDReservation's).
+func (s *session) readRowIDs(ctx context.Context, client *query.Request, u *rowUpsert, ai aiColumn, hasAI, dupMoves bool) (ids *idReservation, explicit []int64, generate []bool, err error) {
+	if err := s.readSource(ctx, client, u); err != nil {
+		return nil, nil, nil, err
+	}
+	explicit, generate, ok := u.ids(ai, hasAI)
+	if !ok {
+		return nil, nil, nil, errIDNotNumber
+	}
+	known := int64(len(u.rows))
+	if u.selected.text != "" {
+		known = 0 // a SELECT's rows are counted only as they run
+	}
+	ids, err = newIDReservation(ctx, s.conn, ai, hasAI, known, dupMoves)
+	return ids, explicit, generate, err
 }
 
 // newIDReservation reads the counter of ai (when hasAI) for a statement of rows rows (0: not

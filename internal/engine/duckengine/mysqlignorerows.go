@@ -75,19 +75,7 @@ var errIDNotNumber = errors.New("duckengine: a row's AUTO_INCREMENT value is not
 // ignoreRows inserts u's rows one at a time, ignoring each that collides, and answers the
 // statement's MySQL tag. The ids are InnoDB's (idReservation).
 func (s *session) ignoreRows(ctx context.Context, client *query.Request, u *rowUpsert, ai aiColumn, hasAI bool) (engine.TagRows, error) {
-	if err := s.readSource(ctx, client, u); err != nil {
-		return "", err
-	}
-	explicit, generate, ok := u.ids(ai, hasAI)
-	if !ok {
-		return "", errIDNotNumber
-	}
-	selected := u.selected.text != ""
-	known := int64(len(u.rows))
-	if selected {
-		known = 0
-	}
-	ids, err := newIDReservation(ctx, s.conn, ai, hasAI, known, selected)
+	ids, explicit, generate, err := s.readRowIDs(ctx, client, u, ai, hasAI, u.selected.text != "")
 	if err != nil {
 		return "", err
 	}

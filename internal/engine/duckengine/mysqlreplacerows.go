@@ -33,18 +33,7 @@ func (s *session) replaceByRows(ctx context.Context, client *query.Request) (que
 // replaceRows replaces u's rows one at a time and answers the statement's MySQL tag.
 func (s *session) replaceRows(ctx context.Context, client *query.Request, u *rowUpsert, ai aiColumn, hasAI bool) (engine.TagRows, error) {
 	keys := keyedColumns(ctx, s.conn, u.db, u.table)
-	if err := s.readSource(ctx, client, u); err != nil {
-		return "", err
-	}
-	explicit, generate, ok := u.ids(ai, hasAI)
-	if !ok {
-		return "", errIDNotNumber
-	}
-	known := int64(len(u.rows))
-	if u.selected.text != "" {
-		known = 0
-	}
-	ids, err := newIDReservation(ctx, s.conn, ai, hasAI, known, true)
+	ids, explicit, generate, err := s.readRowIDs(ctx, client, u, ai, hasAI, true)
 	if err != nil {
 		return "", err
 	}

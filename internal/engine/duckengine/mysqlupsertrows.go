@@ -374,19 +374,8 @@ func (s *session) sub(ctx context.Context, client *query.Request, sqlText string
 func (s *session) upsertRows(ctx context.Context, client *query.Request, u *rowUpsert) (engine.TagRows, error) {
 	keys := keyedColumns(ctx, s.conn, u.db, u.table)
 	ai, hasAI := lookupAI(ctx, s.conn, u.db, u.table)
-	if err := s.readSource(ctx, client, u); err != nil {
-		return "", err
-	}
-	explicit, generate, ok := u.ids(ai, hasAI)
-	if !ok {
-		return "", errIDNotNumber
-	}
 	selected := u.selected.text != ""
-	known := int64(len(u.rows))
-	if selected {
-		known = 0
-	}
-	ids, err := newIDReservation(ctx, s.conn, ai, hasAI, known, selected)
+	ids, explicit, generate, err := s.readRowIDs(ctx, client, u, ai, hasAI, selected)
 	if err != nil {
 		return "", err
 	}

@@ -155,20 +155,7 @@ func TestAutoIncrementLikeMariaDB(t *testing.T) {
 					got = append(got, "error")
 					continue
 				}
-				id, _ := res.LastInsertId()
-				n, _ := res.RowsAffected()
-				var last uint64
-				if err := c.QueryRowContext(ctx, "SELECT LAST_INSERT_ID()").Scan(&last); err != nil {
-					rt.Fatalf("%s: LAST_INSERT_ID(): %v", name, err)
-				}
-				ids, err := tableIDs(ctx, c, table)
-				if err != nil {
-					rt.Fatalf("%s: %v", name, err)
-				}
-				for _, id := range ids {
-					used[id] = true
-				}
-				got = append(got, fmt.Sprintf("insert id %d, %d rows, LAST_INSERT_ID() %d, ids %v", id, n, last, ids))
+				got = append(got, insertSeen(ctx, rt, c, name, table, res, used))
 			}
 			if got[0] != got[1] {
 				rt.Fatalf("%s\n%s %v:\nMariaDB: %s\nDuckDB:  %s", strings.Join(history, "\n"), text, args, got[0], got[1])
@@ -182,6 +169,25 @@ func TestAutoIncrementLikeMariaDB(t *testing.T) {
 }
 
 // tableIDs are the ids in table, in order.
+// insertSeen is what a client sees of an INSERT's result res on c: the OK packet's insert id
+// and rows, LAST_INSERT_ID() and the table's ids, each marked in used.
+func insertSeen(ctx context.Context, rt *rapid.T, c *sql.Conn, name, table string, res sql.Result, used map[int64]bool) string {
+	id, _ := res.LastInsertId()
+	n, _ := res.RowsAffected()
+	var last uint64
+	if err := c.QueryRowContext(ctx, "SELECT LAST_INSERT_ID()").Scan(&last); err != nil {
+		rt.Fatalf("%s: LAST_INSERT_ID(): %v", name, err)
+	}
+	ids, err := tableIDs(ctx, c, table)
+	if err != nil {
+		rt.Fatalf("%s: %v", name, err)
+	}
+	for _, id := range ids {
+		used[id] = true
+	}
+	return fmt.Sprintf("insert id %d, %d rows, LAST_INSERT_ID() %d, ids %v", id, n, last, ids)
+}
+
 func tableIDs(ctx context.Context, c *sql.Conn, table string) ([]int64, error) {
 	rows, err := c.QueryContext(ctx, "SELECT id FROM "+table+" ORDER BY id")
 	if err != nil {

@@ -101,20 +101,7 @@ func TestAutoIncrementOnPostgreSQLLikeMariaDB(t *testing.T) {
 					got, errs = append(got, "error"), append(errs, name+": "+err.Error())
 					continue
 				}
-				id, _ := res.LastInsertId()
-				n, _ := res.RowsAffected()
-				var last uint64
-				if err := c.QueryRowContext(ctx, "SELECT LAST_INSERT_ID()").Scan(&last); err != nil {
-					rt.Fatalf("%s: LAST_INSERT_ID(): %v", name, err)
-				}
-				ids, err := tableIDs(ctx, c, table)
-				if err != nil {
-					rt.Fatalf("%s: %v", name, err)
-				}
-				for _, id := range ids {
-					used[id] = true
-				}
-				got = append(got, fmt.Sprintf("insert id %d, %d rows, LAST_INSERT_ID() %d, ids %v", id, n, last, ids))
+				got = append(got, insertSeen(ctx, rt, c, name, table, res, used))
 			}
 			if got[0] != got[1] {
 				rt.Fatalf("%s\n%s %v:\nMariaDB:    %s\nPostgreSQL: %s\n%s", strings.Join(history, "\n"), text, args, got[0], got[1], strings.Join(errs, "\n"))
