@@ -71,16 +71,22 @@ func mysqlBoolLiterals(sqlText string, lookup notNullLookup) string {
 		return sqlText
 	}
 	var b strings.Builder
-	at := 0
+	at := writeEdited(&b, sqlText, toks, truths)
+	b.WriteString(sqlText[at:])
+	return b.String()
+}
+
+// writeEdited writes sqlText to b up to the end of its last edited token, each token of toks
+// whose index edits holds written as its edit, and answers where the text not written starts.
+func writeEdited(b *strings.Builder, sqlText string, toks []sqltok.Token, edits map[int]string) (at int) {
 	for i, t := range toks {
-		if v, ok := truths[i]; ok {
+		if v, ok := edits[i]; ok {
 			b.WriteString(sqlText[at:t.Pos])
 			b.WriteString(v)
 			at = t.Pos + len(t.Text)
 		}
 	}
-	b.WriteString(sqlText[at:])
-	return b.String()
+	return at
 }
 
 // columnNames are a database's column names as a statement's words are looked up in them:

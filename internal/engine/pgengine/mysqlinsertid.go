@@ -153,14 +153,7 @@ func mysqlInsertReturning(sqlText string, lookup notNullLookup, args []any, sqlM
 		end = last.Pos
 	}
 	var b strings.Builder
-	at := 0
-	for i, t := range toks {
-		if v, ok := edits[i]; ok {
-			b.WriteString(sqlText[at:t.Pos])
-			b.WriteString(v)
-			at = t.Pos + len(t.Text)
-		}
-	}
+	at := writeEdited(&b, sqlText, toks, edits)
 	b.WriteString(strings.TrimRight(sqlText[at:end], " \t\r\n"))
 	b.WriteString(" RETURNING ")
 	b.WriteString(quoteIdent(gen.name))
