@@ -444,14 +444,16 @@ func strictness(p redact.Policy) int {
 func (u *Uplink) prepare(p redact.Policy, rec *Record) {
 	d := sqltok.DialectForProtocol(rec.Protocol)
 	red := u.redactSQL(p, d, rec.SQL, rec.Shape.Of(rec.SQL))
-	rec.SQL, rec.SQLDigest, rec.Shape = red.SQL, red.Digest, sqltok.ShapedText{} // the raw text is not kept
+	rec.SQL, rec.SQLDigest, rec.Shape = EscapeTextNUL(red.SQL), EscapeTextNUL(red.Digest), sqltok.ShapedText{} // the raw text is not kept
 	if rec.Error != "" {
-		rec.Error = redact.Apply(p, d, redact.Query{Error: rec.Error}).Error
+		rec.Error = EscapeTextNUL(redact.Apply(p, d, redact.Query{Error: rec.Error}).Error)
 	}
+	rec.ErrorCode = EscapeTextNUL(rec.ErrorCode)
 	rec.RoutingTrace = u.redactTrace(p, rec.RoutingTrace)
 	if rec.Worker == "" {
 		rec.Worker = u.cfg.Worker
 	}
+	escapeKeysNUL(rec) // before the names are cut to their bounds
 	if !rec.Status.Valid() {
 		rec.Status = StatusFailed
 	}
@@ -505,7 +507,7 @@ func (u *Uplink) redactTraceMemo(p redact.Policy, trace []string) []string {
 		red = red[:TraceStepsMax]
 	}
 	for i := range red {
-		red[i] = truncate(red[i], TraceStepLenMax)
+		red[i] = truncate(EscapeTextNUL(red[i]), TraceStepLenMax)
 	}
 	if len(u.traceKey) <= traceKeyMax {
 		if u.traceMemo == nil || len(u.traceMemo) >= traceMemoMax {
