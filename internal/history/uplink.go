@@ -751,9 +751,9 @@ func (u *Uplink) sendBatch(ctx context.Context, policy redact.Policy, batch []en
 func (u *Uplink) logTransition(wasFailing bool, err error, n int) {
 	switch {
 	case err != nil && rejected(err):
-		u.e.Logger().Error("history: "+u.cfg.Destination+" rejected a batch; dropped it", "records", n, "err", err)
+		u.e.Logger().Error("history: "+u.cfg.Destination+" rejected a batch; dropped it", "records", n, "err", redact.Error(err))
 	case err != nil && !wasFailing:
-		u.e.Logger().Warn("history: sending to "+u.cfg.Destination+" failed; buffering", "records", n, "err", err)
+		u.e.Logger().Warn("history: sending to "+u.cfg.Destination+" failed; buffering", "records", n, "err", redact.Error(err))
 	case err == nil && wasFailing:
 		u.e.Logger().Info("history: sending to " + u.cfg.Destination + " recovered")
 	}
