@@ -317,13 +317,41 @@ swapped() {
 		case $t in "$x") echo "$y" ;; "$y") echo "$x" ;; *) echo "$t" ;; esac
 	done
 }
+# moved name anchor before|after list...: the list with name taken out and put just before or
+# just after anchor.
+moved() {
+	local name=$1 anchor=$2 where=$3 t; shift 3
+	for t in "$@"; do
+		[ "$t" = "$name" ] && continue
+		[ "$t" = "$anchor" ] && [ "$where" = before ] && echo "$name"
+		echo "$t"
+		[ "$t" = "$anchor" ] && [ "$where" = after ] && echo "$name"
+	done
+}
+# next_to round base row list...: the list with BASE_QF's row base moved beside the row it is
+# compared with, after it in odd rounds and before it in even ones, so that the two see the same
+# load and neither always runs first (the list unchanged without BASE_QF).
+next_to() {
+	local round=$1 base=$2 row=$3 where=after; shift 3
+	if [ -z "${BASE_QF:-}" ]; then printf '%s\n' "$@"; return; fi
+	[ $((round % 2)) = 0 ] && where=before
+	moved "$base" "$row" "$where" "$@"
+}
 # The goals' rows, passthrough between the two it is compared with: every second round they run
-# reversed (worker, passthrough, pgbouncer), so that each pair turns round each round.
+# reversed (worker, passthrough, pgbouncer), so that each pair turns round each round. BASE_QF's
+# rows run just outside the goals' three (worker, base-worker, base-pass; reversed every second
+# round), so that they leave the goals' pairs as they are.
 GOAL_PG=(pgbouncer passthrough worker)
 for round in $(seq 1 "$ROUNDS"); do
 	ORDER=("${TARGETS[@]}")
 	# shellcheck disable=SC2207 # one target a line
 	[ $((round % 2)) = 0 ] && ORDER=($(swapped pgbouncer worker "${TARGETS[@]}"))
+	# shellcheck disable=SC2207
+	ORDER=($(next_to "$round" base-pass worker "${ORDER[@]}"))
+	# shellcheck disable=SC2207
+	ORDER=($(next_to "$round" base-worker worker "${ORDER[@]}"))
+	# shellcheck disable=SC2207
+	ORDER=($(next_to "$round" base-session pass-session "${ORDER[@]}"))
 	for t in "${ORDER[@]}"; do
 		log "postgres round $round/$ROUNDS: $t (port ${PORT[$t]})"
 		read -r p50 p99 <<<"$(latency "${PORT[$t]}")"
@@ -469,6 +497,10 @@ if [ "$MYSQL_OK" = 1 ]; then
 		ORDER=("${MY_TARGETS[@]}")
 		# shellcheck disable=SC2207 # one target a line
 		[ $((round % 2)) = 0 ] && ORDER=($(swapped direct passthrough "${MY_TARGETS[@]}"))
+		# shellcheck disable=SC2207
+		ORDER=($(next_to "$round" base-pass passthrough "${ORDER[@]}"))
+		# shellcheck disable=SC2207
+		ORDER=($(next_to "$round" base-worker worker "${ORDER[@]}"))
 		for t in "${ORDER[@]}"; do
 			log "mysql round $round/$ROUNDS: $t"
 			read -r p50 p99 _ < <("$TMP/benchclient" -dsn "${MYDSN[$t]}" -c 1 -d "${LAT_SECS}s" || echo "- - -")
@@ -591,7 +623,9 @@ declare -A TLAT TCPU TP50S TP99S TCPUS
 # answer or the client's next request): whether the spin was on at this load.
 SPUN=(0 0 0 0)
 for round in $(seq 1 "$ROUNDS"); do
-	for t in "${TR_TARGETS[@]}"; do
+	# shellcheck disable=SC2207
+	ORDER=($(next_to "$round" base-trino trino "${TR_TARGETS[@]}"))
+	for t in "${ORDER[@]}"; do
 		log "trino round $round/$ROUNDS: $t"
 		[ "$t" = trino ] && read -r -a s0 < <(spin_waits "$TRADMIN_trino")
 		case $t in *-busy) busy_start ;; esac
