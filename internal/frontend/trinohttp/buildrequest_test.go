@@ -3,7 +3,10 @@ package trinohttp
 import (
 	"net/http"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -25,10 +28,59 @@ func TestBuildRequestReadsTheHeaderAsLookupsDid(t *testing.T) {
 		}
 		r := &http.Request{Header: h, RemoteAddr: "127.0.0.1:9"}
 		sql := rapid.SampledFrom([]string{"select 1", "execute q1", "execute x using 2"}).Draw(rt, "sql")
-		if got, want := buildRequest(r, "u", sql), lookedUp(r, "u", sql); !reflect.DeepEqual(got, want) {
+		if got, want := buildRequest(r, "u", sql, new(atomic.Pointer[map[string]string])), lookedUp(r, "u", sql); !reflect.DeepEqual(got, want) {
 			rt.Fatalf("header %v:\n got %+v\nwant %+v", h, got, want)
 		}
 	})
+}
+
+// Requests built one after another share the last one's Headers only when it holds their own
+// fields: each statement of any sequence of headers (names, values, more X-Trino- fields than
+// buildRequest keeps aside) reads as the lookups read it, and a request's Headers never changes
+// after it was built.
+func TestBuildRequestSharesOnlyTheSameHeaders(t *testing.T) {
+	few := []string{"X-Trino-Catalog", "X-Trino-Source", "X-Trino-Extra-Credential", "User-Agent"}
+	many := []string{"X-Trino-Session"}
+	for i := range 9 {
+		many = append(many, "X-Trino-F"+strconv.Itoa(i))
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		var last atomic.Pointer[map[string]string]
+		var built []*query.Request
+		var wants []map[string]string
+		for i := range rapid.IntRange(1, 6).Draw(rt, "requests") {
+			names := few // mostly the same few names, the values drawn again
+			if rapid.IntRange(0, 3).Draw(rt, "many") == 0 {
+				names = append(slices.Clip(few), many...) // more than buildRequest keeps aside
+			}
+			h := http.Header{}
+			for _, name := range rapid.SliceOfDistinct(rapid.SampledFrom(names), func(s string) string { return s }).Draw(rt, "names") {
+				h[name] = rapid.SliceOfN(rapid.SampledFrom([]string{"a", "b", ""}), 0, 2).Draw(rt, name)
+			}
+			r := &http.Request{Header: h, RemoteAddr: "127.0.0.1:9"}
+			got, want := buildRequest(r, "u", "select 1", &last), lookedUp(r, "u", "select 1")
+			if !reflect.DeepEqual(got, want) {
+				rt.Fatalf("request %d, header %v:\n got %+v\nwant %+v", i, h, got, want)
+			}
+			built, wants = append(built, got), append(wants, want.Headers)
+		}
+		for i, req := range built {
+			if !reflect.DeepEqual(req.Headers, wants[i]) {
+				rt.Fatalf("request %d's Headers became %v after later requests, want %v", i, req.Headers, wants[i])
+			}
+		}
+	})
+}
+
+// A statement whose fields are the last one's makes no Headers map of its own.
+func TestBuildRequestOfTheSameHeadersAllocatesNoMap(t *testing.T) {
+	h := http.Header{"X-Trino-User": {"u"}, "X-Trino-Source": {"benchtrino"}, "User-Agent": {"benchtrino/1"}}
+	r := &http.Request{Header: h, RemoteAddr: "127.0.0.1:9"}
+	var last atomic.Pointer[map[string]string]
+	buildRequest(r, "u", "select 1", &last)
+	if n := testing.AllocsPerRun(100, func() { buildRequest(r, "u", "select 1", &last) }); n > 1 {
+		t.Fatalf("%.2f allocations a request with the last one's fields, want 1 (the request)", n)
+	}
 }
 
 // lookedUp is buildRequest as it read the header before session 33: a lookup per field it reads.

@@ -44,6 +44,7 @@ import (
 	"github.com/queryflux/queryflux/internal/promreg"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/rawconn"
+	"github.com/queryflux/queryflux/internal/redact"
 )
 
 // Credentials are what a client presented: HTTP Basic (User, Password) or a bearer Token.
@@ -185,9 +186,10 @@ type Server struct {
 	// ~340 instructions a statement).
 	plainIDs bool
 
-	refusals *prometheus.CounterVec   // statements refused at QueriesMax
-	shapes   shapes                   // the pages' columns and converters, by result schema
-	lastBase atomic.Pointer[hostBase] // baseURL's latest answer
+	refusals *prometheus.CounterVec            // statements refused at QueriesMax
+	shapes   shapes                            // the pages' columns and converters, by result schema
+	lastBase atomic.Pointer[hostBase]          // baseURL's latest answer
+	headers  atomic.Pointer[map[string]string] // the last statement's Headers (buildRequest)
 
 	httpMu  sync.Mutex
 	servers []*httplite.Server
@@ -431,7 +433,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "SQL statement is empty", http.StatusBadRequest)
 		return
 	}
-	req := buildRequest(r, user, sql)
+	req := buildRequest(r, user, sql, &s.headers)
 	if s.opts.Forward != nil && s.forwardTransaction(w, r, req, body) {
 		return
 	}
@@ -686,16 +688,20 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (string, erro
 // buildRequest maps Trino headers onto a query.Request: every X-Trino- field but the secret
 // X-Trino-Extra-Credential (which never reaches routing or logs) into Headers, the ones it reads
 // itself picked up on the way (a lookup each was a tenth of the map work of a statement).
-func buildRequest(r *http.Request, user, sql string) *query.Request {
+// Headers is read, never written, by whatever gets the request (a change is made on a copy), so
+// requests whose fields are the same share one map: last holds the latest, taken when its
+// entries are the request's (two allocations and ~1k instructions a statement fewer).
+func buildRequest(r *http.Request, user, sql string, last *atomic.Pointer[map[string]string]) *query.Request {
 	req := &query.Request{
 		SQL:        sql,
 		User:       user,
 		Protocol:   query.ProtocolTrino,
-		Headers:    map[string]string{},
 		ClientAddr: r.RemoteAddr,
 	}
 	var tags string
 	var prepared map[string]string // made only for a client that sends some
+	var fields [8]struct{ name, value string }
+	n := 0 // the request's fields for Headers; len(fields)+1: more than fields holds
 	for name, values := range r.Header {
 		if !strings.HasPrefix(name, "X-Trino-") || len(values) == 0 {
 			continue
@@ -712,8 +718,12 @@ func buildRequest(r *http.Request, user, sql string) *query.Request {
 		case "X-Trino-Prepared-Statement":
 			prepared = preparedStatements(values)
 		}
-		req.Headers[name] = strings.Join(values, ",")
+		if n < len(fields) {
+			fields[n].name, fields[n].value = name, strings.Join(values, ",")
+		}
+		n++
 	}
+	req.Headers = headersOf(fields[:min(n, len(fields))], n, r.Header, last)
 	for tag := range strings.SplitSeq(tags, ",") {
 		if tag = strings.TrimSpace(tag); tag != "" {
 			req.Tags = append(req.Tags, tag)
@@ -724,6 +734,40 @@ func buildRequest(r *http.Request, user, sql string) *query.Request {
 		req.SQL, req.Args = sql, args
 	}
 	return req
+}
+
+// headersOf is buildRequest's Headers: last's map when its entries are fields (all n of the
+// request's, when n is within fields), else a new map of them (of every field of h, when n is
+// not), kept in last for the next request.
+func headersOf(fields []struct{ name, value string }, n int, h http.Header, last *atomic.Pointer[map[string]string]) map[string]string {
+	if p := last.Load(); p != nil && len(*p) == n && sameEntries(*p, fields) { // a kept map holds len(fields) at most
+		return *p
+	}
+	m := make(map[string]string, n)
+	if n > len(fields) {
+		for name, values := range h {
+			if strings.HasPrefix(name, "X-Trino-") && name != "X-Trino-Extra-Credential" && len(values) > 0 {
+				m[name] = strings.Join(values, ",")
+			}
+		}
+		return m
+	}
+	for _, f := range fields {
+		m[f.name] = f.value
+	}
+	last.Store(&m)
+	return m
+}
+
+// sameEntries reports whether m holds each of fields' names with its value (the names are a
+// header's: no two the same).
+func sameEntries(m map[string]string, fields []struct{ name, value string }) bool {
+	for _, f := range fields {
+		if v, ok := m[f.name]; !ok || v != f.value {
+			return false
+		}
+	}
+	return true
 }
 
 // client is who sent a request: its own peer, or for a request forwarded by another worker the
@@ -887,7 +931,7 @@ func (s *Server) elsewhere(w http.ResponseWriter, r *http.Request, id string, un
 		return
 	}
 	if err := fwd.ProxyHTTP(w, r, forward.Trino, owner); err != nil {
-		s.log.Info("trinohttp: a follow-up's owning worker is gone", "query", id, "err", err)
+		s.log.Info("trinohttp: a follow-up's owning worker is gone", "query", id, "err", redact.Error(err))
 		unknown()
 	}
 }
