@@ -98,6 +98,9 @@ type Server struct {
 	// (without handing them to the connection's goroutine); loopPauses its hand-backs at a
 	// message it does not relay.
 	loopStatements, loopExecutes, loopAdmissions, loopPauses atomic.Int64
+	// loopWatched counts the engine's messages the loop looked at in the statements' answers
+	// (added when a connection leaves the loop).
+	loopWatched atomic.Int64
 }
 
 // NewServer returns a server that runs queries on backend.
