@@ -11,11 +11,11 @@
 #            run at load < 3 gives times: uptime is printed beside each.
 # The clients: http (benchtrino's default, net/http's client as trino-go-client uses it),
 # http-1p (the same with GOMAXPROCS=1), raw (benchtrino -client raw: no net/http). N exchanges
-# each (default 5000). Port: P (default 20751; add your port offset).
+# each (default 5000). Port: P (default 20751; add your port offset). COUNTS=0 or TIMES=0 skips a part.
 #
 #	flock /work/bench.lock scripts/trino-floor.sh 5000
 set -euo pipefail
-N=${1:-5000} P=${P:-20751} OUT=${OUT:-/tmp/trino-floor} TIMES=${TIMES:-1}
+N=${1:-5000} P=${P:-20751} OUT=${OUT:-/tmp/trino-floor} COUNTS=${COUNTS:-1} TIMES=${TIMES:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 [ -x "$OUT/benchtrino" ] && [ "$OUT/benchtrino" -nt "$ROOT/scripts/benchtrino/main.go" ] ||
@@ -45,8 +45,9 @@ syscalls() { # syscalls FILE: strace -c's calls per exchange, the largest first
 	awk -v n=$((N + 20)) '$1 ~ /^[0-9.]+$/ && NF >= 5 && $4 / n >= 0.05 {printf " %s %.2f", $NF, $4 / n}' "$1"
 }
 EV=context-switches,cpu-migrations,task-clock
-echo "counts per exchange ($N exchanges; load $(load)):"
+[ "$COUNTS" = 1 ] && echo "counts per exchange ($N exchanges; load $(load)):"
 for c in http http-1p raw; do
+	[ "$COUNTS" = 1 ] || break
 	# shellcheck disable=SC2046 # the command line
 	perf stat -x, -e $EV -o "$OUT/$c.client.perf" -- $(client "$c") -n "$N" >"$OUT/$c.out" &
 	CL=$!
