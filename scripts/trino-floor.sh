@@ -4,7 +4,9 @@
 # internal/httplite), taken apart:
 #   counts   per exchange, for each client (below) and for the server: system calls by name
 #            (strace -f -c), context switches and CPU migrations (perf stat's software events),
-#            CPU us (perf's task-clock; at load it is inflated by cache misses, not work)
+#            CPU us (perf's task-clock; at load it is inflated by cache misses, not work); from
+#            an execution trace of the client (benchtrino -trace): its goroutines' parks, the
+#            wakes of one goroutine by another (hand-offs), and the Ps started (thread wake-ups)
 #   times    p50/p90/p99 us of the same exchanges, and of a C ping-pong (scripts/pingpong: the
 #            kernel's loopback TCP round trip with no Go and no HTTP), each again with a
 #            SCHED_IDLE spinner on every CPU (chrt -i 0: no CPU halts between messages). Only a
@@ -67,6 +69,13 @@ for c in http http-1p raw; do
 	$(client "$c") -n "$N" >/dev/null
 	kill -INT "$ST"
 	wait "$ST" || true
+	# shellcheck disable=SC2046
+	$(client "$c") -n "$N" -trace "$OUT/$c.trace" >/dev/null
+	go tool trace -d=parsed "$OUT/$c.trace" 2>/dev/null | awk -v n=$((N + 20)) -v c="$c" '
+		/StateTransition/ && /GoID=/ && /Running->Waiting/ {park++}
+		/StateTransition/ && /GoID=/ && /Waiting->Runnable/ && $3 != "G=-1" {handoff++}
+		/StateTransition/ && /ProcID=/ && /Idle->Running/ {procs++}
+		END {printf "  %s client trace: parks %.2f, hand-offs %.2f, Ps started %.2f\n", c, park / n, handoff / n, procs / n}'
 	echo "  $c client: switches $(per "$cs"), migrations $(per "$mig"), cpu $(per $((${ms%.*} * 1000))) us; calls$(syscalls "$OUT/$c.client.strace")"
 	echo "  $c server: switches $(per "$scs"), migrations $(per "$smig"), cpu $(per $((${sms%.*} * 1000))) us; calls$(syscalls "$OUT/$c.server.strace")"
 done
