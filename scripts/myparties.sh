@@ -105,7 +105,7 @@ for t in "$@"; do
 		name=${pp%%:*}
 		read -r u0 s0 <<<"${T0[$name]}"
 		read -r u1 s1 <<<"${T1[$name]}"
-		awk -F, -v n=$n -v nq=$((qps * (SECS - 1))) -v name=$name -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v hz=$(getconf CLK_TCK) '
+		awk -F, -v n=$n -v nq=$((qps * (SECS - 1))) -v name=$name -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v hz=$(getconf CLK_TCK) -v extra="${EVENTS:-}" '
 			NR == FNR { party[$1] = $2; next }
 			{ t = $1; sub(/.*-/, "", t) }
 			party[t] == name && $2 ~ /^[0-9.]+$/ { v[$4] += $2 }
@@ -113,6 +113,8 @@ for t in "$@"; do
 				if (n == 0) n = 1
 				printf "  %-8s usr_us %5.1f sys_us %5.1f task_us %5.1f switches %5.2f migrations %5.3f syscalls %5.2f segments %5.2f wakeups_made %5.2f softirqs %5.2f\n", name,
 					u*1e6/hz/nq, s*1e6/hz/nq, v["task-clock"]*1e3/n, v["context-switches"]/n, v["cpu-migrations"]/n, v["raw_syscalls:sys_enter"]/n, v["net:net_dev_xmit"]/n, v["sched:sched_wakeup"]/n, v["irq:softirq_entry"]/n
+				ne = split(extra, ev, ",")
+				for (i = 1; i <= ne; i++) if (v[ev[i]] > 0) { e = ev[i]; sub(/^[a-z_]+:(sys_enter_)?/, "", e); printf "    %s %.2f\n", e, v[ev[i]]/n }
 			}' <(tr ' ' , <"$TMP/tids") "$TMP/all.stat"
 	done
 	[ -n "$PID" ] && { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; }

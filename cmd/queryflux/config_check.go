@@ -21,6 +21,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/pgconfig"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/assembly"
 	"github.com/spf13/cobra"
 )
@@ -64,7 +65,7 @@ func controlPlaneConfig(d *Daemon) (assembly.ConfigDeps, *pgconfig.Source, error
 func listenForConfig(ctx context.Context, d *Daemon, pg *pgconfig.Source, changed func()) {
 	for ctx.Err() == nil {
 		if err := pg.Listen(ctx, changed); err != nil && ctx.Err() == nil {
-			d.Logger.Warn("config: LISTEN failed; retrying", "err", err)
+			d.Logger.Warn("config: LISTEN failed; retrying", "err", redact.Error(err))
 			_ = d.Env.Sleep(ctx, time.Second)
 		}
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/queryflux/queryflux/internal/history/pghistory"
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/querynode"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/internal/registry/pgregistry"
 	"github.com/queryflux/queryflux/internal/studio/planning"
@@ -71,7 +72,7 @@ func shutdownRole(d *Daemon, r role) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := r.Shutdown(ctx); err != nil {
-		d.Logger.Error("final flush failed", "err", err)
+		d.Logger.Error("final flush failed", "err", redact.Error(err))
 	}
 }
 
@@ -347,7 +348,7 @@ func databaseReady(d *Daemon) []assembly.ReadyCheck {
 	}
 	return []assembly.ReadyCheck{{Name: "database", Check: func(ctx context.Context) error {
 		if err := d.Pool.Ping(ctx); err != nil {
-			d.Logger.Warn("readiness: the database does not answer", "err", err)
+			d.Logger.Warn("readiness: the database does not answer", "err", redact.Error(err))
 			return errors.New("the database does not answer")
 		}
 		return nil
@@ -596,12 +597,12 @@ func runServers(ctx, roleCtx context.Context, stopRole func(), log *slog.Logger,
 	// Clients' open transactions end while the role still runs: their statements still need
 	// capacity leases, and the leases renewals.
 	if derr := r.Drain(dctx); derr != nil {
-		log.Warn("drain cut short: clients still in a transaction are disconnected", "err", derr)
+		log.Warn("drain cut short: clients still in a transaction are disconnected", "err", redact.Error(derr))
 	}
 	stopRole()
 	for _, srv := range running {
 		if serr := srv.Shutdown(dctx); serr != nil {
-			log.Warn("drain cut short", "err", serr)
+			log.Warn("drain cut short", "err", redact.Error(serr))
 		}
 	}
 	log.Info("stopped")

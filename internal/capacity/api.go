@@ -468,7 +468,7 @@ func (a *API) acquireRetry(ctx context.Context, c Contention, cluster, holder, r
 		return Lease{}, rerr
 	case rerr != nil:
 		// The worker takes them as landed; they expire and the sweeper frees them.
-		a.env.Logger().Warn("capacity: releases carried on an acquire failed; the sweep will reclaim them", "leases", len(release), "err", rerr)
+		a.env.Logger().Warn("capacity: releases carried on an acquire failed; the sweep will reclaim them", "leases", len(release), "err", redact.Error(rerr))
 	}
 	return l, err
 }
@@ -739,7 +739,7 @@ func (a *API) LogRefused(now time.Time) {
 func (a *API) logRefusal(line refusallog.Line[refusalKind]) {
 	k := line.Kind
 	a.env.Logger().Warn(k.msg, "op", k.op, "reason", k.reason, "worker", k.worker,
-		"refused", line.Count, "since", line.Since, "err", line.Err, "nextLineAfter", refusallog.DefaultEvery)
+		"refused", line.Count, "since", line.Since, "err", redact.Error(line.Err), "nextLineAfter", refusallog.DefaultEvery)
 }
 
 // foreign counts and logs a request for leases the caller does not hold.

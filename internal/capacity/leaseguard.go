@@ -13,6 +13,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -1006,7 +1007,7 @@ func (g *LeaseGuard) Flush(ctx context.Context) bool {
 	if errors.Is(err, ErrNotHolder) {
 		// Some of them are leases of a session this node no longer is: the control plane
 		// freed the others and fences and frees those itself. Sending them again cannot help.
-		g.o.Env.Logger().Warn("capacity: the control plane refused releases of leases this node's session does not hold", "err", err)
+		g.o.Env.Logger().Warn("capacity: the control plane refused releases of leases this node's session does not hold", "err", redact.Error(err))
 		err = nil
 	}
 	if err == nil {

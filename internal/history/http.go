@@ -42,8 +42,8 @@ const (
 // read) that holds a NUL byte. PostgreSQL's text cannot hold one, and a store that dropped it
 // would file "q-1\x00" as "q-1": one query's record taken for another's (a duplicate of the
 // worker's own, or another worker's), or a record pinned on a name it never gave. Free text (the
-// statement, its error, the digest, the error code, the routing trace) may hold one: a store
-// keeps or drops it there, as it can.
+// statement, its error, the digest, the error code, the routing trace) may hold one: the
+// ingest writes it there by EscapeTextNUL, as the uplink does.
 func KeyNUL(r *Record) error {
 	for _, k := range [...]struct{ field, value string }{
 		{"queryId", r.QueryID}, {"user", r.User}, {"protocol", r.Protocol}, {"group", r.Group}, {"cluster", r.Cluster},
@@ -154,6 +154,11 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		batch.Records[i].Worker = worker
 	}
 	kept, keptAt, refused, withNUL := h.gated(worker, batch.Records)
+	for i := range kept {
+		if textNUL(&kept[i]) {
+			escapeTextNUL(&kept[i]) // as the worker's uplink writes it: every store keeps the same text
+		}
+	}
 	inserted, err := h.store.Insert(r.Context(), kept)
 	var foreign *ForeignError
 	if errors.As(err, &foreign) {

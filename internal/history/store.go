@@ -147,10 +147,12 @@ type Memory struct {
 	head   int     // slot of the oldest record once n == max
 	ids    idIndex // QueryIDs held, to their slots (whose Worker owns the id)
 	// stage holds the records insertOne took and has not stored yet, in order (at most
-	// stageMax): stored together, their index probes miss the cache side by side (warm) where
-	// one record's probes wait for their misses alone. Every reader stores them first.
-	stage []Record
-	sink  uint64 // what warm loaded, so that its loads are not dropped
+	// stageMax), in their slots' form already, and stageKeys their ids' keys: stored together,
+	// their index probes miss the cache side by side (warm) where one record's probes wait for
+	// their misses alone. Every reader stores them first.
+	stage     []held
+	stageKeys [stageMax]idKey
+	sink      uint64 // what warm loaded, so that its loads are not dropped
 	// recent are the last names namesOf made, which records with the same ones share: the
 	// next one replaced is recent[nextRecent].
 	recent     [recentNames]*names
@@ -380,24 +382,24 @@ func (m *Memory) keyAt(i int) idKey {
 	return idKey{id: s.id, h: s.h, hex: s.hex}
 }
 
-// put makes slot i hold r's canonical form, under key k.
-func (m *Memory) put(i int, r *Record, k idKey) {
+// setHeld makes *s r's canonical form, under key k, as a slot holds it (m.mu held: its names
+// may be the recent ones).
+func (m *Memory) setHeld(s *held, r *Record, k idKey) {
 	id := r.QueryID
 	if k.hex {
 		id = ""
 	}
-	*m.heldAt(i) = held{
+	*s = held{
 		id: id, names: m.namesOf(r), sql: r.SQL, digest: r.SQLDigest, err: r.Error,
 		queueMs: r.QueueMs, execMs: r.ExecMs, rows: r.Rows, bytes: r.Bytes,
 		started: r.StartedAt.UnixMicro(), ended: r.EndedAt.UnixMicro(), h: k.h, hex: k.hex,
 	}
 }
 
-// append puts r's canonical form in the next free slot (n < max), making its chunk when it is
-// the first.
-func (m *Memory) append(r *Record, k idKey) {
+// append puts s in the next free slot (n < max), making its chunk when it is the first.
+func (m *Memory) append(s *held) {
 	m.grow()
-	m.put(m.n, r, k)
+	*m.heldAt(m.n) = *s
 	m.n++
 }
 
@@ -416,11 +418,16 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 	inserted := 0
 	var foreign []string
 	var keys [stageMax]idKey
+	var slots [stageMax]held
 	for len(recs) > 0 {
 		part := recs[:min(len(recs), stageMax)]
-		m.warm(part, keys[:len(part)])
 		for i := range part {
-			switch m.insertLocked(&part[i], keys[i]) {
+			keys[i] = keyOf(part[i].QueryID)
+			m.setHeld(&slots[i], &part[i], keys[i])
+		}
+		m.warm(keys[:len(part)])
+		for i := range part {
+			switch m.insertLocked(&slots[i], keys[i]) {
 			case stored:
 				inserted++
 			case foreignID:
@@ -435,14 +442,19 @@ func (m *Memory) Insert(_ context.Context, recs []Record) (int, error) {
 
 // insertOne is Insert of the one record r, from a writer that does not care whether it was
 // new (Uplink's direct writes: a record held already, under this worker or another, is
-// settled as NewLocalSender settles it). It copies r into the stage, and stores the stage
-// when that is full; the index's count is checked by Insert, per batch.
+// settled as NewLocalSender settles it). It stages r in its slot's form (r itself is not
+// kept), and stores the stage when that is full; the index's count is checked by Insert, per
+// batch.
 func (m *Memory) insertOne(r *Record) {
 	m.mu.Lock()
 	if m.stage == nil {
-		m.stage = make([]Record, 0, stageMax)
+		m.stage = make([]held, 0, stageMax)
 	}
-	m.stage = append(m.stage, *r)
+	n := len(m.stage)
+	k := keyOf(r.QueryID)
+	m.stageKeys[n] = k
+	m.stage = m.stage[:n+1]
+	m.setHeld(&m.stage[n], r, k)
 	if len(m.stage) == stageMax {
 		m.storeStaged()
 	}
@@ -454,33 +466,33 @@ func (m *Memory) storeStaged() {
 	if len(m.stage) == 0 {
 		return
 	}
-	var keys [stageMax]idKey
-	m.warm(m.stage, keys[:len(m.stage)])
+	keys := m.stageKeys[:len(m.stage)]
+	m.warm(keys)
 	for i := range m.stage {
 		m.insertLocked(&m.stage[i], keys[i])
 	}
 	clear(m.stage) // holds no record's texts once stored
+	clear(keys)
 	m.stage = m.stage[:0]
 }
 
-// warm sets keys to recs' ids as the index keeps them, and loads the hex table's entries where
-// their probes start, and those of the ids the next len(recs) inserts evict from a full store:
+// warm loads the hex table's entries where the probes of the ids keyed keys start, and those
+// of the ids the next len(keys) inserts evict from a full store:
 // loads that depend on nothing, which the CPU runs side by side, so that the inserts then find
 // those entries cached (each probe of a table of 100,000 ids misses the cache otherwise, two
 // misses a record: ~2 % of a passthrough daemon's CPU, perf). m.mu held.
-func (m *Memory) warm(recs []Record, keys []idKey) {
+func (m *Memory) warm(keys []idKey) {
 	t := m.ids.hex
 	var at [2 * stageMax]int // the entries to load: computed first, so the loads' loop is short
 	n := 0
-	for i := range recs {
-		keys[i] = keyOf(recs[i].QueryID)
-		if keys[i].hex {
-			at[n] = t.home(keys[i].h)
+	for _, k := range keys {
+		if k.hex {
+			at[n] = t.home(k.h)
 			n++
 		}
 	}
 	if m.n == m.max {
-		for i := range recs {
+		for i := range keys {
 			if s := m.heldAt((m.head + i) % m.max); s.hex {
 				at[n] = t.home(s.h)
 				n++
@@ -506,9 +518,9 @@ const (
 	foreignID           // held under another worker: refused
 )
 
-// insertLocked stores *r, whose id the index keeps as k, in the next slot unless its id is
+// insertLocked stores *s, whose id the index keeps as k, in the next slot unless its id is
 // held (m.mu held).
-func (m *Memory) insertLocked(r *Record, k idKey) insertion {
+func (m *Memory) insertLocked(s *held, k idKey) insertion {
 	// The index's calls made here, not through idIndex's: a call each way is ~40 instructions
 	// of the ~250 a record's id costs (callgrind, BenchmarkMemoryInsertOneHexFull).
 	var slot int32
@@ -520,14 +532,14 @@ func (m *Memory) insertLocked(r *Record, k idKey) insertion {
 		slot, held = m.ids.other[k.id]
 	}
 	if held {
-		if m.heldAt(int(slot)).names.worker != r.Worker {
+		if m.heldAt(int(slot)).names.worker != s.names.worker {
 			return foreignID
 		}
 		return heldID
 	}
 	i, hole := m.n, -1
-	if m.n < m.max { // a record is large: copied once, into its slot
-		m.append(r, k)
+	if m.n < m.max {
+		m.append(s)
 	} else {
 		i = m.head
 		if old := m.keyAt(i); old.hex {
@@ -535,7 +547,7 @@ func (m *Memory) insertLocked(r *Record, k idKey) insertion {
 		} else {
 			delete(m.ids.other, old.id)
 		}
-		m.put(i, r, k)
+		*m.heldAt(i) = *s
 		m.head = (m.head + 1) % m.max
 	}
 	if k.hex {

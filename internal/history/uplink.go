@@ -444,14 +444,16 @@ func strictness(p redact.Policy) int {
 func (u *Uplink) prepare(p redact.Policy, rec *Record) {
 	d := sqltok.DialectForProtocol(rec.Protocol)
 	red := u.redactSQL(p, d, rec.SQL, rec.Shape.Of(rec.SQL))
-	rec.SQL, rec.SQLDigest, rec.Shape = red.SQL, red.Digest, sqltok.ShapedText{} // the raw text is not kept
+	rec.SQL, rec.SQLDigest, rec.Shape = EscapeTextNUL(red.SQL), EscapeTextNUL(red.Digest), sqltok.ShapedText{} // the raw text is not kept
 	if rec.Error != "" {
-		rec.Error = redact.Apply(p, d, redact.Query{Error: rec.Error}).Error
+		rec.Error = EscapeTextNUL(redact.Apply(p, d, redact.Query{Error: rec.Error}).Error)
 	}
+	rec.ErrorCode = EscapeTextNUL(rec.ErrorCode)
 	rec.RoutingTrace = u.redactTrace(p, rec.RoutingTrace)
 	if rec.Worker == "" {
 		rec.Worker = u.cfg.Worker
 	}
+	escapeKeysNUL(rec) // before the names are cut to their bounds
 	if !rec.Status.Valid() {
 		rec.Status = StatusFailed
 	}
@@ -505,7 +507,7 @@ func (u *Uplink) redactTraceMemo(p redact.Policy, trace []string) []string {
 		red = red[:TraceStepsMax]
 	}
 	for i := range red {
-		red[i] = truncate(red[i], TraceStepLenMax)
+		red[i] = truncate(EscapeTextNUL(red[i]), TraceStepLenMax)
 	}
 	if len(u.traceKey) <= traceKeyMax {
 		if u.traceMemo == nil || len(u.traceMemo) >= traceMemoMax {
@@ -749,9 +751,9 @@ func (u *Uplink) sendBatch(ctx context.Context, policy redact.Policy, batch []en
 func (u *Uplink) logTransition(wasFailing bool, err error, n int) {
 	switch {
 	case err != nil && rejected(err):
-		u.e.Logger().Error("history: "+u.cfg.Destination+" rejected a batch; dropped it", "records", n, "err", err)
+		u.e.Logger().Error("history: "+u.cfg.Destination+" rejected a batch; dropped it", "records", n, "err", redact.Error(err))
 	case err != nil && !wasFailing:
-		u.e.Logger().Warn("history: sending to "+u.cfg.Destination+" failed; buffering", "records", n, "err", err)
+		u.e.Logger().Warn("history: sending to "+u.cfg.Destination+" failed; buffering", "records", n, "err", redact.Error(err))
 	case err == nil && wasFailing:
 		u.e.Logger().Info("history: sending to " + u.cfg.Destination + " recovered")
 	}

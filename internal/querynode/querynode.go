@@ -34,6 +34,7 @@ import (
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/policy"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/proxy"
 )
@@ -263,7 +264,7 @@ func (n *Node) listen(name, addr string, make func() (frontend, error)) error {
 	go func() {
 		defer n.wg.Done()
 		if err := srv.Serve(ln); err != nil && !n.isClosed() && !(n.draining.Load() && errors.Is(err, net.ErrClosed)) {
-			n.log.Error("frontend stopped", "frontend", name, "err", err)
+			n.log.Error("frontend stopped", "frontend", name, "err", redact.Error(err))
 		}
 	}()
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/uring"
 )
 
@@ -784,7 +785,7 @@ func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 // logFallback says once per process that loops run on epoll for want of io_uring.
 func logFallback(err error) {
 	fellBack.Do(func() {
-		slog.Default().Info("relayloop: io_uring could not be set up; event loops use epoll", "err", err)
+		slog.Default().Info("relayloop: io_uring could not be set up; event loops use epoll", "err", redact.Error(err))
 	})
 }
 

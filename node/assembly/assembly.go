@@ -128,7 +128,7 @@ func (q *Query) applyHistoryPolicy(cfg *config.Config) {
 		return
 	}
 	if err := q.Uplink.SetPolicy(redact.Policy(cfg.HistoryPolicy.Redaction)); err != nil {
-		q.log.Warn("history redaction policy not applied", "err", err)
+		q.log.Warn("history redaction policy not applied", "err", redact.Error(err))
 	}
 }
 
@@ -140,11 +140,11 @@ func (q *Query) Drain(ctx context.Context) error { return q.Node.Drain(ctx) }
 func (q *Query) shutdown(ctx context.Context) {
 	//determinism:ok closes the daemon's listeners
 	if err := q.Node.Close(); err != nil {
-		q.log.Warn("closing frontends", "err", err)
+		q.log.Warn("closing frontends", "err", redact.Error(err))
 	}
 	if q.Uplink != nil {
 		if err := q.Uplink.Shutdown(ctx); err != nil {
-			q.log.Warn("final history flush incomplete", "err", err)
+			q.log.Warn("final history flush incomplete", "err", redact.Error(err))
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/internal/studio"
 	"github.com/queryflux/queryflux/node/controlplane"
@@ -329,7 +330,7 @@ func (c *ControlPlane) applyStored() {
 		err = c.apply(context.Background(), cfg)
 	}
 	if err != nil {
-		c.e.Logger().Error("config: the control plane's query node refused the stored config", "revision", snap.Revision, "err", err)
+		c.e.Logger().Error("config: the control plane's query node refused the stored config", "revision", snap.Revision, "err", redact.Error(err))
 	}
 }
 

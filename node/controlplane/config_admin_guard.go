@@ -18,6 +18,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
 
@@ -150,7 +151,7 @@ func (s *ConfigServer) writeStoreError(w http.ResponseWriter, r *http.Request, s
 	case errors.As(err, &errs):
 		s.refuse(w, r, source, err)
 	default:
-		s.env.Logger().Error("storing the configuration failed", "err", err)
+		s.env.Logger().Error("storing the configuration failed", "err", redact.Error(err))
 		workerapi.WriteError(w, http.StatusInternalServerError, "storing the configuration failed (see the control plane's log)", "")
 	}
 }

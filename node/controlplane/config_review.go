@@ -18,6 +18,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/linediff"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
 
@@ -55,7 +56,7 @@ type configDiffAnswer struct {
 func (s *ConfigServer) refuse(w http.ResponseWriter, r *http.Request, source string, err error) {
 	if log := s.adminOptions().Rejections; log != nil && source != "" {
 		if rerr := log.Reject(r.Context(), source, rejectionReason(err)); rerr != nil {
-			s.env.Logger().Warn("recording a refused configuration edit failed", "err", rerr)
+			s.env.Logger().Warn("recording a refused configuration edit failed", "err", redact.Error(rerr))
 		}
 	}
 	writeConfigErrors(w, err)

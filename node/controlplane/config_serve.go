@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
@@ -348,7 +349,7 @@ func (s *ConfigServer) RunConfigRefresh(ctx context.Context, src ConfigSource, w
 		seen := wake.Seq()
 		waitCtx, cancel := ctx, context.CancelFunc(func() {})
 		if err := s.refresh(ctx, src, buildTimeout); err != nil {
-			log.Warn("config: snapshot not rebuilt; serving the previous one", "err", err)
+			log.Warn("config: snapshot not rebuilt; serving the previous one", "err", redact.Error(err))
 			waitCtx, cancel = s.env.WithTimeout(ctx, ConfigRetryInterval)
 		}
 		_ = wake.Wait(waitCtx, seen)

@@ -16,6 +16,7 @@ import (
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
 	"github.com/queryflux/queryflux/internal/history"
+	"github.com/queryflux/queryflux/internal/redact"
 )
 
 // givenRevisionsKept is how many replaced revisions still vouch for a record's names.
@@ -163,7 +164,7 @@ func (s *ConfigServer) keepPublished(keeper PublishedKeeper) {
 	}
 	if err != nil {
 		s.env.Logger().Warn("history gate: the published revision could not be kept in the database; after a restart, late records of its clusters may be refused",
-			"revision", cur.snap.Revision, "err", err)
+			"revision", cur.snap.Revision, "err", redact.Error(err))
 	}
 }
 
@@ -174,14 +175,14 @@ func (s *ConfigServer) restorePublished(keeper PublishedKeeper) {
 	bodies, err := keeper.Published(ctx, 1+givenRevisionsKept)
 	cancel()
 	if err != nil {
-		s.env.Logger().Warn("history gate: the revisions published before this start could not be read; late records of clusters since removed will be refused", "err", err)
+		s.env.Logger().Warn("history gate: the revisions published before this start could not be read; late records of clusters since removed will be refused", "err", redact.Error(err))
 		return
 	}
 	var restored []*servedConfig
 	for _, b := range bodies {
 		snap := &snapshot.WorkerSnapshotV1{}
 		if err := json.Unmarshal(b, snap); err != nil || snap.Revision == "" {
-			s.env.Logger().Warn("history gate: a kept revision is unreadable, skipped", "err", err)
+			s.env.Logger().Warn("history gate: a kept revision is unreadable, skipped", "err", redact.Error(err))
 			continue
 		}
 		restored = append(restored, &servedConfig{snap: snap})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func (h *pgHistory) post(tok, batch string) (int, history.IngestAck, string) {
 // query id or a routing step (jsonb refuses the \u0000 escape), each beside a good record, sent
 // to a control plane on PostgreSQL: one whose query id or name holds the NUL is refused by
 // index and field (dropping it would file "q-own\x00" as the worker's own "q-own", a duplicate
-// lost without a word), one whose free text does is stored with the NUL dropped; never answered
+// lost without a word), one whose free text does is stored with the NUL written ␀; never answered
 // as the store's failure, a 503 the worker would retry forever with the batch's good records.
 // An admin's filter on a name with a NUL is refused 400 naming it, not a 503.
 func TestPGHistoryTextPostgreSQLCannotStore(t *testing.T) {
@@ -83,6 +84,15 @@ func (h *pgHistory) checkTextPostgreSQLCannotStore(tok string) {
 		case c.field != "" && (ack.Inserted+ack.Duplicates != 1 || ack.Refused != 1 || len(ack.RefusedRecords) != 1 ||
 			!strings.HasPrefix(ack.RefusedRecords[0].Error, "records[1]."+c.field+": holds a NUL")):
 			h.t.Errorf("%s: %s, want the good record stored and the other refused naming records[1].%s", c.what, raw, c.field)
+		}
+	}
+	page, err := h.store.Query(context.Background(), history.Filter{Worker: "rogue", Limit: history.QueryLimitMax})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, r := range page.Records {
+		if (r.QueryID == "q-nul-sql" && r.SQL != "select '\u2400'") || (r.QueryID == "q-nul-trace" && !slices.Equal(r.RoutingTrace, []string{"rule \u2400 matched"})) {
+			h.t.Errorf("%s stored as %+v, want its NUL written \u2400", r.QueryID, r)
 		}
 	}
 	for _, q := range []string{"user=bo%00b", "cluster=%00", "worker=%ff"} {

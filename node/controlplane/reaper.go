@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/registry"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
@@ -137,7 +138,7 @@ func (cp *ControlPlane) Flush(ctx context.Context) error {
 	cancel()
 	if err != nil {
 		cp.metrics.registryWrites.WithLabelValues("error").Inc()
-		cp.e.Logger().Error("writing the worker registry batch failed; will retry", "records", len(batch), "err", err)
+		cp.e.Logger().Error("writing the worker registry batch failed; will retry", "records", len(batch), "err", redact.Error(err))
 		cp.mu.Lock()
 		for _, r := range batch {
 			if _, ok := cp.workers[r.Name]; ok {

@@ -14,6 +14,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/invariants"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 )
 
@@ -901,7 +902,7 @@ func (c *Core) CheckHealth(ctx context.Context, timeout time.Duration) {
 		c.metrics.healthy.WithLabelValues(name).Set(healthValue(err == nil))
 		if was := cl.healthy.Swap(err == nil); was != (err == nil) {
 			if err != nil {
-				c.env.Logger().Warn("cluster health changed", "cluster", name, "healthy", false, "err", err)
+				c.env.Logger().Warn("cluster health changed", "cluster", name, "healthy", false, "err", redact.Error(err))
 			} else {
 				c.env.Logger().Info("cluster health changed", "cluster", name, "healthy", true)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/redact"
 )
 
 // Execute routes req, answers from the result cache when it can, otherwise admits it (slot,
@@ -110,7 +111,7 @@ func (c *Core) fromCache(key string, req *query.Request, r *routed) (query.Rows,
 	}
 	cached, err := openCached(e)
 	if err != nil {
-		c.env.Logger().Error("dropping unreadable cache entry", "group", dec.Group, "err", err)
+		c.env.Logger().Error("dropping unreadable cache entry", "group", dec.Group, "err", redact.Error(err))
 		return nil, false
 	}
 	rows := &stream{inner: cached, id: id, limits: rt.limits, end: func(n, bytes int64, err error) {
@@ -164,7 +165,7 @@ func (a *Admission) bareCancellation(err error) error {
 		bare = context.DeadlineExceeded
 	}
 	if err != bare {
-		a.core.env.Logger().Info("query cancelled; the client sees only the cancellation", "cluster", a.Cluster, "query", a.QueryID, "err", err)
+		a.core.env.Logger().Info("query cancelled; the client sees only the cancellation", "cluster", a.Cluster, "query", a.QueryID, "err", redact.Error(err))
 	}
 	return bare
 }

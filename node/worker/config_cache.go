@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/redact"
 )
 
 // SnapshotSourceCache is the source of a configuration started from the SnapshotStore.
@@ -55,7 +56,7 @@ func (s *ConfigSync) saveLastGood(snap *snapshot.WorkerSnapshotV1, source string
 		err = s.opts.Store.Save(b)
 	}
 	if err != nil {
-		s.e.Logger().Warn("could not keep the last good configuration", "worker", s.w.Name(), "revision", snap.Revision, "err", err)
+		s.e.Logger().Warn("could not keep the last good configuration", "worker", s.w.Name(), "revision", snap.Revision, "err", redact.Error(err))
 	}
 }
 
@@ -73,7 +74,7 @@ func (s *ConfigSync) startFromCache(ctx context.Context, why string) {
 	b, err := s.opts.Store.Load()
 	if err != nil || b == nil {
 		if err != nil {
-			s.e.Logger().Warn("could not read the last good configuration", "worker", s.w.Name(), "err", err)
+			s.e.Logger().Warn("could not read the last good configuration", "worker", s.w.Name(), "err", redact.Error(err))
 		}
 		return
 	}
@@ -82,7 +83,7 @@ func (s *ConfigSync) startFromCache(ctx context.Context, why string) {
 		err = s.install(ctx, snap, SnapshotSourceCache, snap.ConfirmedAt, confirmation{})
 	}
 	if err != nil {
-		s.e.Logger().Error("the last good configuration was refused", "worker", s.w.Name(), "err", err)
+		s.e.Logger().Error("the last good configuration was refused", "worker", s.w.Name(), "err", redact.Error(err))
 		return
 	}
 	s.e.Logger().Warn("started from the last good configuration", "worker", s.w.Name(), "revision", snap.Revision,

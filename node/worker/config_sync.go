@@ -16,6 +16,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/config"
 	"github.com/queryflux/queryflux/internal/config/snapshot"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
@@ -185,10 +186,10 @@ func (s *ConfigSync) Run(ctx context.Context) error {
 			continue
 		}
 		delay := s.recordFailure(err)
-		s.e.Logger().Warn("config sync failed", "worker", s.w.Name(), "err", err, "retryIn", delay)
+		s.e.Logger().Warn("config sync failed", "worker", s.w.Name(), "err", redact.Error(err), "retryIn", delay)
 		if cfg, _ := s.Active(); cfg == nil && s.opts.Peers != nil {
 			if err := s.BootstrapFromPeers(ctx, *s.opts.Peers); err != nil {
-				s.e.Logger().Warn("no peer could lend a configuration", "worker", s.w.Name(), "err", err)
+				s.e.Logger().Warn("no peer could lend a configuration", "worker", s.w.Name(), "err", redact.Error(err))
 			}
 		}
 		// A peer's recent configuration beats this worker's own older one.
@@ -295,7 +296,7 @@ func (s *ConfigSync) receive(ctx context.Context, body []byte, proof confirmatio
 	if err := s.install(ctx, snap, "controlPlane", now, proof); err != nil {
 		// The revision is bad, not the poll: waiting on lastSeen blocks until a newer one.
 		s.e.Logger().Error("config revision rejected; keeping the previous configuration",
-			"worker", s.w.Name(), "revision", snap.Revision, "err", err)
+			"worker", s.w.Name(), "revision", snap.Revision, "err", redact.Error(err))
 		s.startFromCache(ctx, "the control plane offers only a revision this worker refuses")
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
 
@@ -106,7 +107,7 @@ func (w *Worker) fetchPeers(ctx context.Context) ([]workerapi.Peer, error) {
 // refreshPeers is the peer list duty: it refreshes the list every heartbeat interval.
 func (w *Worker) refreshPeers(ctx context.Context, _ time.Time) time.Time {
 	if err := w.loadPeers(ctx); err != nil && ctx.Err() == nil {
-		w.e.Logger().Debug("peer list not refreshed", "worker", w.cfg.Name, "err", err)
+		w.e.Logger().Debug("peer list not refreshed", "worker", w.cfg.Name, "err", redact.Error(err))
 	}
 	w.mu.Lock()
 	wait := w.interval

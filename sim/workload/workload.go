@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/node/env"
 	"github.com/queryflux/queryflux/sim"
 )
@@ -63,7 +64,7 @@ func pingLoop(ctx context.Context, e env.Env, n *sim.Node, peers []string, st *P
 		var out pingMsg
 		if err := postJSON(ctx, e, n.Client(), "http://"+peer+"/ping", pingMsg{From: n.Name(), N: i}, &out, 200*time.Millisecond); err != nil {
 			st.Failed++
-			e.Logger().Debug("ping failed", "peer", peer, "err", err)
+			e.Logger().Debug("ping failed", "peer", peer, "err", redact.Error(err))
 			continue
 		}
 		if out.N != i+1 {

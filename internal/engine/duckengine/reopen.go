@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
@@ -64,7 +65,7 @@ func (e *Engine) noteFatal(err error) bool {
 	}
 	if !e.reopen.invalid.Swap(true) {
 		slog.Error("duckengine: a fatal DuckDB error invalidated the database; it is reopened for the next statement",
-			"cluster", e.name, "error", err)
+			"cluster", e.name, "error", redact.Error(err))
 	}
 	return true
 }
@@ -107,7 +108,7 @@ func (e *Engine) current(ctx context.Context) (*sql.DB, error) {
 		// Loaded before any client sees the fresh database; the load's own statements do not
 		// wait for this reopen (loadingKey).
 		if err := r.onOpen(context.WithValue(ctx, loadingKey{}, true), e); err != nil {
-			slog.Error("duckengine: loading the reopened database failed", "cluster", e.name, "error", err)
+			slog.Error("duckengine: loading the reopened database failed", "cluster", e.name, "error", redact.Error(err))
 		}
 	}
 	slog.Warn("duckengine: database reopened after a fatal error", "cluster", e.name, "inMemory", r.inMemory)

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/queryflux/queryflux/internal/forward"
+	"github.com/queryflux/queryflux/internal/redact"
 )
 
 // headerUser carries the user the forwarding worker authenticated (forwarders of the previous
@@ -120,7 +121,7 @@ func (s *Server) doGetElsewhere(ctx context.Context, handle string) (*arrow.Sche
 	start := time.Now()
 	reader, conn, err := s.openAtOwner(ctx, fwd, owner, handle)
 	if err != nil {
-		s.log.Info("flightsql: a ticket's owning worker is gone", "err", err)
+		s.log.Info("flightsql: a ticket's owning worker is gone", "err", redact.Error(err))
 		return nil, nil, errUnknownTicket
 	}
 	fwd.Observe(forward.FlightSQL, forward.OutcomeOK, time.Since(start))

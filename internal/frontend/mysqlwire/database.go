@@ -12,6 +12,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/server"
 
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/redact"
 )
 
 // A client that changes its database (USE, COM_INIT_DB, COM_CHANGE_USER) to one that does not
@@ -72,7 +73,7 @@ func (h *session) loginDatabase(c *server.Conn) error {
 		return err
 	}
 	if err != nil { // the engine could not say (down, at its connection limit): the login stands, as before
-		h.s.log.Debug("mysqlwire: the login's database was not checked", "remote", h.remote, "err", err)
+		h.s.log.Debug("mysqlwire: the login's database was not checked", "remote", h.remote, "err", redact.Error(err))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queryflux/queryflux/internal/netlimit"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -282,7 +283,7 @@ func (g *packetGate) next() error {
 				g.giveBack() // the message before it was handled (a LOAD DATA file's packets: one at a time)
 			}
 			if err := g.limits.InFlight.Take(size); err != nil {
-				g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "reason", err.Error())
+				g.log.Info("mysqlwire: client message refused", "remote", g.RemoteAddr().String(), "reason", redact.Error(err))
 				g.count("in_flight_bytes")
 				return g.refuse(g.clientSeq, mysql.ER_OUT_OF_RESOURCES, err)
 			}

@@ -34,6 +34,7 @@ import (
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/rawconn"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
@@ -171,7 +172,7 @@ func NewServer(backend query.Backend, opts Options) (*Server, error) {
 	s.loop.Backend = relayloop.BackendURing
 	s.loop.Spin = rawconn.Spin()
 	s.loop.Failed = func(err error) {
-		log.Info("mysqlwire: no event loop; connections are relayed by goroutines", "err", err)
+		log.Info("mysqlwire: no event loop; connections are relayed by goroutines", "err", redact.Error(err))
 	}
 	auth := &authProvider{s: s, key: key}
 	s.auth = auth
@@ -310,7 +311,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	_ = buffered.SetDeadline(time.Now().Add(s.opts.Limits.HandshakeTimeout))
 	c, err := srv.NewCustomizedConn(buffered, &authenticator{s: s, remote: nc.RemoteAddr(), gate: gate, h: h}, h)
 	if err != nil {
-		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", err)
+		s.log.Debug("mysqlwire: handshake failed", "remote", h.remote, "err", redact.Error(err))
 		return
 	}
 	_ = c.SetDeadline(time.Time{})

@@ -23,6 +23,7 @@ import (
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/pgoptions"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -648,7 +649,7 @@ func (c *conn) authFailed(scram bool) error {
 func (c *conn) authSCRAM(verifier string, mock bool) error {
 	v, err := parseSCRAMVerifier(verifier)
 	if err != nil {
-		c.srv.log.Error("pgwire: stored SCRAM verifier unusable", "user", c.user, "err", err)
+		c.srv.log.Error("pgwire: stored SCRAM verifier unusable", "user", c.user, "err", redact.Error(err))
 		return c.authFailed(true)
 	}
 	c.be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{"SCRAM-SHA-256"}})

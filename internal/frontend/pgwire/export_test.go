@@ -11,3 +11,7 @@ func PreparesAwaitingSync() int64 { return preparesAwaitingSync.Load() }
 
 // SameDigitShape is the event loop's test of a Query against the last plain one (loop.go).
 var SameDigitShape = sameDigitShape
+
+// LoopWatched is how many of the engine's messages the loop looked at in the answers of the
+// connections that have left it.
+func (s *Server) LoopWatched() int64 { return s.loopWatched.Load() }

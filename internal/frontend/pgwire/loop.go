@@ -73,8 +73,9 @@ type loopRun struct {
 	rows0, bytes0 int64
 	// busy: a Query or Sync was relayed and its ReadyForQuery has not come back.
 	busy bool
-	// statements is how many statements this turn on the loop relayed.
-	statements int
+	// statements is how many statements this turn on the loop relayed; watched how many of
+	// the engine's messages it looked at (fromEngine).
+	statements, watched int
 	// unplugging: the transaction's engine connection leaves once its ReadyForQuery is
 	// written; waiting: a client message is held until the statement or that ends.
 	unplugging, waiting bool
@@ -432,7 +433,17 @@ func (lr *loopRun) query(msg []byte) relayloop.Verdict {
 	c.wire.unnamed = ""
 	lr.relayed(expect{kind: 'Q', run: run})
 	lr.busy = true
+	lr.watchQuery(true)
 	return relayloop.Relay
+}
+
+// watchQuery makes the engine's direction watch what a simple Query's answer needs (on: the
+// wire's queue holds that Query alone until its ReadyForQuery, the loop holding the client's
+// next messages meanwhile) or every message an answer may complete (off). fromEngine passes a
+// Query's RowDescriptions and CommandCompletes on unread (its rows are counted at its
+// ReadyForQuery): two of pgbench -S's four messages an answer the loop need not look at.
+func (lr *loopRun) watchQuery(on bool) {
+	lr.rows.Watched['T'], lr.rows.Watched['C'] = !on, !on
 }
 
 // sameDigitShape reports whether a and b are the same bytes but for the digits of their runs
@@ -839,10 +850,14 @@ func (lr *loopRun) fromEngine(msg []byte) relayloop.Verdict {
 	head := &ws.queue[0]
 	run := head.run
 	lr.count(run)
+	lr.watched++
 	switch msg[0] {
 	case 'Z':
 		if head.kind != 'S' && head.kind != 'Q' || len(msg) != 6 {
 			return relayloop.Pause // forward.go reports it
+		}
+		if head.kind == 'Q' {
+			lr.watchQuery(false)
 		}
 		ws.queue = ws.queue[1:]
 		lr.busy = false
@@ -1011,6 +1026,7 @@ func (c *conn) offLoop(lr *loopRun, res relayloop.Result) error {
 	if res.Paused {
 		c.srv.loopPauses.Add(1)
 	}
+	c.srv.loopWatched.Add(int64(lr.watched))
 	toClient := res.Leftover[relayloop.BToA]
 	if n := res.Scanned[relayloop.BToA]; n > 0 { // relayed as far as the loop is concerned
 		c.be.Send(rawMessage(toClient[:n]))

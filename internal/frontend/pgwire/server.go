@@ -27,6 +27,7 @@ import (
 	"github.com/queryflux/queryflux/internal/netlimit"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/rawconn"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/relayloop"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -97,6 +98,9 @@ type Server struct {
 	// (without handing them to the connection's goroutine); loopPauses its hand-backs at a
 	// message it does not relay.
 	loopStatements, loopExecutes, loopAdmissions, loopPauses atomic.Int64
+	// loopWatched counts the engine's messages the loop looked at in the statements' answers
+	// (added when a connection leaves the loop).
+	loopWatched atomic.Int64
 }
 
 // NewServer returns a server that runs queries on backend.
@@ -133,7 +137,7 @@ func NewServer(backend query.Backend, opts Options) *Server {
 	s.loop.Backend = relayloop.BackendURing
 	s.loop.Spin = rawconn.Spin()
 	s.loop.Failed = func(err error) {
-		s.log.Info("pgwire: no event loop; connections are relayed by goroutines", "err", err)
+		s.log.Info("pgwire: no event loop; connections are relayed by goroutines", "err", redact.Error(err))
 	}
 	return s
 }
@@ -231,7 +235,7 @@ func (s *Server) handle(nc net.Conn) {
 		netlimit.WriteStalled("pgwire", s.refusals, s.log, nc.RemoteAddr().String(), c.user, s.opts.Limits.WriteStallTimeout)
 	}
 	if err != nil && !isClosedErr(err) {
-		s.log.Debug("pgwire: connection ended", "remote", nc.RemoteAddr().String(), "err", err)
+		s.log.Debug("pgwire: connection ended", "remote", nc.RemoteAddr().String(), "err", redact.Error(err))
 	}
 }
 

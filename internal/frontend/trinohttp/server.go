@@ -44,6 +44,7 @@ import (
 	"github.com/queryflux/queryflux/internal/promreg"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/rawconn"
+	"github.com/queryflux/queryflux/internal/redact"
 )
 
 // Credentials are what a client presented: HTTP Basic (User, Password) or a bearer Token.
@@ -930,7 +931,7 @@ func (s *Server) elsewhere(w http.ResponseWriter, r *http.Request, id string, un
 		return
 	}
 	if err := fwd.ProxyHTTP(w, r, forward.Trino, owner); err != nil {
-		s.log.Info("trinohttp: a follow-up's owning worker is gone", "query", id, "err", err)
+		s.log.Info("trinohttp: a follow-up's owning worker is gone", "query", id, "err", redact.Error(err))
 		unknown()
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/query"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/sqltok"
 )
 
@@ -294,7 +295,7 @@ func (s *Server) forwardTransaction(w http.ResponseWriter, r *http.Request, req 
 	r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
 	if err := s.opts.Forward.ProxyHTTP(w, r, forward.Trino, owner); err != nil {
-		s.log.Info("trinohttp: a transaction's owning worker is gone", "transaction", req.Headers[txHeader], "err", err)
+		s.log.Info("trinohttp: a transaction's owning worker is gone", "transaction", req.Headers[txHeader], "err", redact.Error(err))
 		return false
 	}
 	return true

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +58,12 @@ ORDER BY b.n`
 func (s *Store) Insert(ctx context.Context, recs []history.Record) (int, error) {
 	inserted := 0
 	var foreign []string
+	for i := range recs {
+		if err := history.KeyNUL(&recs[i]); err != nil || strings.IndexByte(recs[i].Worker, 0) >= 0 {
+			// Dropped, the NUL would file the record under another id or name.
+			return 0, fmt.Errorf("pghistory: insert: record %d (%q): %w", i, recs[i].QueryID, history.ErrKeyNUL)
+		}
+	}
 	for start := 0; start < len(recs); start += chunkRecordsMax {
 		chunk := recs[start:min(start+chunkRecordsMax, len(recs))]
 		cols := columns(chunk)
@@ -99,23 +104,13 @@ func columns(recs []history.Record) []any {
 	)
 	for i, r := range recs {
 		r = r.Canonical()
-		// Every text, not only the statement's: one NUL would fail the whole chunk, answered as
-		// the store's failure (503) and retried with the batch's good records. The control
-		// plane's ingest refuses a worker's record whose id or a name holds one (history.KeyNUL:
-		// dropped, "q-1\x00" would be filed as "q-1"); what reaches this store directly (a
-		// standalone node's own records) has it dropped here.
-		id[i], worker[i], user[i], proto[i], group[i], cluster[i] = pgText(r.QueryID), pgText(r.Worker), pgText(r.User), pgText(r.Protocol), pgText(r.Group), pgText(r.Cluster)
-		sqlText[i], digest[i], status[i], code[i], errText[i] = pgText(r.SQL), pgText(r.SQLDigest), string(r.Status), pgText(r.ErrorCode), pgText(r.Error)
+		// No key holds a NUL (Insert refuses it); free text's NULs are written as the uplink
+		// and the ingest write them (history.EscapeTextNUL): one would fail the whole chunk.
+		id[i], worker[i], user[i], proto[i], group[i], cluster[i] = r.QueryID, r.Worker, r.User, r.Protocol, r.Group, r.Cluster
+		sqlText[i], digest[i], status[i], code[i], errText[i] = history.EscapeTextNUL(r.SQL), history.EscapeTextNUL(r.SQLDigest), string(r.Status), history.EscapeTextNUL(r.ErrorCode), history.EscapeTextNUL(r.Error)
 		queue[i], exec[i], rows[i], bytes[i], cache[i] = r.QueueMs, r.ExecMs, r.Rows, r.Bytes, r.CacheHit
 		if r.RoutingTrace != nil {
-			steps := r.RoutingTrace
-			if slices.ContainsFunc(steps, func(s string) bool { return strings.IndexByte(s, 0) >= 0 }) {
-				steps = make([]string, len(r.RoutingTrace)) // jsonb refuses \u0000 too
-				for j, s := range r.RoutingTrace {
-					steps[j] = pgText(s)
-				}
-			}
-			data, err := json.Marshal(steps)
+			data, err := json.Marshal(history.EscapeTraceNUL(r.RoutingTrace)) // jsonb refuses \u0000 too
 			if err != nil {
 				panic(fmt.Sprintf("pghistory: encoding a routing trace: %v", err)) // []string always encodes
 			}
@@ -126,14 +121,6 @@ func columns(recs []history.Record) []any {
 	}
 	return []any{id, worker, user, proto, group, cluster, sqlText, digest, status, code, errText,
 		queue, exec, rows, bytes, cache, trace, started, ended}
-}
-
-// pgText drops NUL bytes, which PostgreSQL text cannot hold.
-func pgText(s string) string {
-	if strings.IndexByte(s, 0) < 0 {
-		return s
-	}
-	return strings.ReplaceAll(s, "\x00", "")
 }
 
 const selectSQL = `

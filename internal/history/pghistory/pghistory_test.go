@@ -3,9 +3,12 @@ package pghistory
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queryflux/queryflux/internal/history"
 	"github.com/queryflux/queryflux/internal/history/historytest"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/migrations/migratedtest"
+	"github.com/queryflux/queryflux/node/env"
 )
 
 func newStore(t testing.TB) (*Store, *pgxpool.Pool) {
@@ -77,8 +82,51 @@ func TestOddTextSurvives(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := s.Query(ctx, history.Filter{})
-	if err != nil || len(p.Records) != 1 || p.Records[0].SQL != "select 'éü'" || p.Records[0].RoutingTrace != nil {
+	if err != nil || len(p.Records) != 1 || p.Records[0].SQL != "select 'é\u2400ü'" || p.Records[0].RoutingTrace != nil {
 		t.Fatalf("got %+v, %v", p.Records, err)
+	}
+}
+
+// TestANodesOwnNULsAreNotMerged: a standalone node on PostgreSQL files the queries of the users
+// "a\x00b", "ab" and "a␀0b" (a Flight SQL basic-auth user may hold a NUL) under three names,
+// its free text's NULs shown as ␀; a record handed to the store with a NUL in a key is refused
+// by its id, nothing of its batch stored, never filed under the name without the NUL.
+func TestANodesOwnNULsAreNotMerged(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	e := env.Real(slog.New(slog.DiscardHandler))
+	u := history.NewStoreUplink(e, history.UplinkConfig{Worker: "standalone", Policy: redact.None}, s)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	users := []string{"a\x00b", "ab", "a\u24000b"}
+	for i, user := range users {
+		u.Add(history.Record{QueryID: fmt.Sprintf("q-%d", i), User: user, Protocol: "flightsql", Status: history.StatusFailed,
+			SQL: "select '\x00'", Error: "bad \x00", RoutingTrace: []string{"rule \x00"}, StartedAt: at, EndedAt: at})
+	}
+	if err := u.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for i, user := range users {
+		p, err := s.Query(ctx, history.Filter{User: history.EscapeKeyNUL(user)})
+		if err != nil || len(p.Records) != 1 {
+			t.Fatalf("the user %q: %+v, %v; want its one record", user, p.Records, err)
+		}
+		r := p.Records[0]
+		if r.QueryID != fmt.Sprintf("q-%d", i) || r.SQL != "select '\u2400'" || r.Error != "bad \u2400" || r.RoutingTrace[0] != "rule \u2400" {
+			t.Fatalf("the user %q's record stored as %+v", user, r)
+		}
+		if other, ok := seen[r.User]; ok {
+			t.Fatalf("%q and %q both filed as %q", other, user, r.User)
+		}
+		seen[r.User] = user
+	}
+	bad := batch("w1", 10, 2)
+	bad[1].User = "a\x00b"
+	if n, err := s.Insert(ctx, bad); !errors.Is(err, history.ErrKeyNUL) || n != 0 || !strings.Contains(err.Error(), bad[1].QueryID) {
+		t.Fatalf("a record with a NUL in its user: inserted %d, %v; want ErrKeyNUL naming %s", n, err, bad[1].QueryID)
+	}
+	if p, _ := s.Query(ctx, history.Filter{User: "ab"}); len(p.Records) != 1 {
+		t.Fatalf("the user ab holds %+v, want only its own record", p.Records)
 	}
 }
 
