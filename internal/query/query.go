@@ -95,6 +95,11 @@ type Request struct {
 	// Sequences is a PostgreSQL client's session's currval and lastval (its connection's), for
 	// an engine whose own are not a session's (DuckDB); nil from other protocols.
 	Sequences *SessionSequences
+	// TimeZone is the TimeZone a PostgreSQL client was last told (ParameterStatus: at login, and
+	// after each SET TIME ZONE) where the frontend writes timestamps itself, for an engine that
+	// answers SHOW timezone and current_setting('TimeZone') itself (DuckDB) with the name the
+	// client set, as PostgreSQL does; "" when the frontend says nothing.
+	TimeZone string
 
 	analysis *sqltok.Analysis // SQL as Analysis read it; see Analysis
 }

@@ -748,7 +748,7 @@ func pgCompatCalls(q *query.Request) (string, bool) {
 	if readsPublications(toks) {
 		return noPublications, false
 	}
-	w := compatWriter{toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
+	w := compatWriter{req: q, toks: toks, quoteAt: quoteAt, settings: settings, functions: functions, binary: binary, jsonOps: jsonOps,
 		session: session, infoSchema: infoSchema, trino: q.Protocol == query.ProtocolTrino, divides: division, values: values,
 		postgres: q.Protocol == query.ProtocolPostgres, offsets: offsets, qualify: q.Sequences.EmptySearchPath(), rows: rows, zones: zones}
 	if (division || subscript || zones) && w.trino { // each writes a call before a term (insertAt)
@@ -803,6 +803,7 @@ func readsPublications(toks []sqltok.Token) bool {
 
 // compatWriter copies tokens to out, rewriting as it goes.
 type compatWriter struct {
+	req  *query.Request // the statement's request, whose toks these are
 	toks []sqltok.Token
 	i    int
 	out  strings.Builder
@@ -1140,6 +1141,11 @@ func (w *compatWriter) step() {
 			return
 		}
 		if w.settings && w.word(open) == "(" && name >= 0 && w.toks[name].Kind == sqltok.String && w.word(end) == ")" {
+			if v, ok := sessionSetting(w.req, plainString(w.toks[name].Text)); ok {
+				w.emit(sessionPrefix + "current_setting(" + w.toks[name].Text + ", " + quoteString(v) + ")")
+				w.i = end + 1
+				return
+			}
 			if _, ok := pgSettings[strings.ToLower(plainString(w.toks[name].Text))]; ok {
 				w.emit(pgSettingsPrefix + "current_setting(" + w.toks[name].Text + ")")
 				w.i = end + 1

@@ -23,7 +23,7 @@ func TestPGCompatRewrites(t *testing.T) {
 		`select pg_catalog.array_to_string(a, ','), pg_catalog.pg_get_expr(d.adbin, d.adrelid, true) from pg_catalog.pg_attrdef d`: `select array_to_string(a, ','), qf_pg_get_expr(d.adbin, d.adrelid, true) from "queryflux_pg_compat".main.pg_attrdef d`,
 		`select s from pg_catalog.generate_series(1, 3) s where n.nspname !~ '^pg_'`:                                               `select s from qfpg_generate_series_rows(1, 3) s(s) where n.nspname !~ '(?s).*(?:^pg_).*'`,
 		`select at, now() AT TIME ZONE 'UTC', t.at from t where at > $1`:                                                           `select "at", now() AT TIME ZONE 'UTC', t."at" from t where "at" > $1`,
-		`select version(), current_setting('Server_Version_Num', true)::int, current_setting('TimeZone')`:                          `select "queryflux_pg_compat".pg.version(), "queryflux_pg_compat".pg.current_setting('Server_Version_Num')::int, current_setting('TimeZone')`,
+		`select version(), current_setting('Server_Version_Num', true)::int, current_setting('TimeZone')`:                          `select "queryflux_pg_compat".pg.version(), "queryflux_pg_compat".pg.current_setting('Server_Version_Num')::int, "queryflux_pg_compat".pgsession.current_setting('TimeZone', 'UTC')`,
 		`select pubname from pg_catalog.pg_publication p`:                                                                          noPublications,
 		// Sequelize's showIndex: int2vector and name[] selected are PostgreSQL's texts of them;
 		// its bulk INSERT of dates: a blank before the offset.
@@ -66,7 +66,7 @@ func TestPGShow(t *testing.T) {
 	for in, want := range map[string]string{
 		"SHOW TRANSACTION ISOLATION LEVEL":  `SELECT 'repeatable read' AS "transaction_isolation"`,
 		"show standard_conforming_strings;": `SELECT 'on' AS "standard_conforming_strings"`,
-		"show time zone":                    `SELECT current_setting('TimeZone') AS "TimeZone"`,
+		"show time zone":                    `SELECT 'UTC' AS "TimeZone"`,
 		"show search_path":                  `SELECT '"$user", public' AS "search_path"`,
 		"show tables":                       "-",
 		"show orders":                       "-",

@@ -1,6 +1,7 @@
 package duckengine
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -93,14 +94,48 @@ func pgShow(q *query.Request) (string, bool) {
 	if r.More() {
 		return "", false
 	}
-	if name == "timezone" {
-		return `SELECT current_setting('TimeZone') AS "TimeZone"`, true
+	if v, ok := sessionSetting(q, name); ok {
+		column := name
+		if name == "timezone" {
+			column = "TimeZone" // PostgreSQL's
+		}
+		return "SELECT " + quoteString(v) + " AS " + quoteIdent(column), true
 	}
 	v, ok := pgSettingValue(name)
 	if !ok {
 		return "", false
 	}
 	return "SELECT " + v + " AS " + quoteIdent(name), true
+}
+
+// sessionSetting is the value of a setting that is the PostgreSQL client's session's own, as
+// PostgreSQL prints it (SHOW, current_setting): its TimeZone, the name the frontend last told it
+// (DuckDB's own is Etc/UTC whatever the client set: PostgreSQL answers SET TIME ZONE 'UTC' with
+// UTC), and the timeouts its startup options apply (options.go); ok is false for any other
+// setting, and for options that fail the statement anyway.
+func sessionSetting(q *query.Request, name string) (string, bool) {
+	if q.Protocol != query.ProtocolPostgres {
+		return "", false
+	}
+	switch name = strings.ToLower(name); name {
+	case "timezone":
+		return cmp.Or(q.TimeZone, "UTC"), true
+	case "idle_in_transaction_session_timeout", "idle_session_timeout", "transaction_timeout":
+		return "0", true // no timeout: the proxy's own limits end an idle client
+	case "statement_timeout", "lock_timeout", "deadlock_timeout":
+		t, err := startupTimeouts(q)
+		if err != nil {
+			return "", false
+		}
+		switch name {
+		case "lock_timeout":
+			return pgDuration(t.lock), true
+		case "deadlock_timeout":
+			return pgDuration(cmp.Or(t.deadlock, deadlockTimeoutDefault)), true
+		}
+		return pgDuration(t.statement), true
+	}
+	return "", false
 }
 
 // mayReadPGSettings reports cheaply whether a PostgreSQL client's sqlText may call version() or

@@ -1,8 +1,11 @@
 package pgengine
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -25,6 +28,15 @@ import (
 // transaction, also at its COMMIT). A change made outside the proxy (another worker's, or
 // directly on PostgreSQL) is seen when a statement written from the old definition fails
 // (forgetStale): the cache is read again and the statement, outside a transaction, runs again.
+//
+// A column made nullable outside the proxy fails no statement: its NULLs would sort last,
+// silently. So a statement outside a transaction that leaves a key without NULLS checks, as it
+// runs, that the key's columns are NOT NULL still (notNullGuard: a one-time filter of the
+// statement itself, no round trip more), and is refused (staleNotNull) before it reads a row
+// when one is not; it then runs again written from the catalog as it is now. Inside a
+// transaction a refusal would end the transaction, so the first statement of a transaction to
+// sort a table reads its columns again (columnsInTx); the table it then reads is locked
+// against ALTER until the transaction ends.
 
 // notNullCache is the NOT NULL columns of the tables MySQL clients sort, by the table's
 // qualified name as the statement's connection resolves it.
@@ -166,6 +178,91 @@ func (c *notNullCache) boolColumnNames(ctx context.Context, db querier) *columnN
 	return names
 }
 
+// readInTxKey is where a connection (pgconn's CustomData) keeps the tables whose columns its
+// open transaction read again (columnsInTx).
+const readInTxKey = "queryflux.read_in_tx"
+
+// columnsInTx is table's NOT NULL columns for a statement on db inside a transaction: read again
+// the first time the transaction asks, kept for the rest of it.
+func (c *notNullCache) columnsInTx(ctx context.Context, db querier, table string) map[string]bool {
+	data := connData(db)
+	if data == nil {
+		return c.columns(ctx, db, table)
+	}
+	read, _ := data[readInTxKey].(map[string]bool)
+	if !read[table] {
+		if read == nil {
+			read = map[string]bool{}
+			data[readInTxKey] = read
+		}
+		read[table] = true
+		c.mu.Lock()
+		delete(c.tables, table)
+		c.mu.Unlock()
+	}
+	return c.columns(ctx, db, table)
+}
+
+// connData is db's connection's CustomData; nil for the pool.
+func connData(db querier) map[string]any {
+	if conn, ok := db.(interface{ Conn() *pgx.Conn }); ok {
+		return conn.Conn().PgConn().CustomData()
+	}
+	return nil
+}
+
+// staleNotNull is the setting notNullGuard reads when a column the cache has NOT NULL is not:
+// there is no such setting, so PostgreSQL refuses the statement (42704, naming it).
+const staleNotNull = "queryflux.stale_not_null"
+
+// notNullGuard is edits (of the statement toks are of, which reads table alone) and the edits
+// that make its WHERE check that cols of table are NOT NULL: a condition of no column, which
+// PostgreSQL runs once as the statement starts (an InitPlan, a one-time filter above the scan:
+// the index stays in use), reading the setting staleNotNull when one of cols is not.
+func notNullGuard(toks []sqltok.Token, table string, cols []string, edits []textEdit) []textEdit {
+	var g strings.Builder
+	g.WriteString("CASE WHEN (SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute WHERE attrelid = '")
+	g.WriteString(strings.ReplaceAll(table, "'", "''"))
+	g.WriteString("'::pg_catalog.regclass AND attnotnull AND attname IN (")
+	for i, col := range cols {
+		if i > 0 {
+			g.WriteString(", ")
+		}
+		g.WriteString("'" + strings.ReplaceAll(col, "'", "''") + "'")
+	}
+	g.WriteString(")) = " + strconv.Itoa(len(cols)) + " THEN true ELSE pg_catalog.current_setting('" + staleNotNull + "')::pg_catalog.bool END")
+	from, where, end, depth := -1, -1, len(toks), 0
+scan:
+	for i, t := range toks {
+		depth += sqltok.ParenStep(t)
+		switch {
+		case depth != 0:
+		case from < 0:
+			if t.IsWord("from") {
+				from = i
+			}
+		case t.IsWord("where") && where < 0:
+			where = i
+		case t.Text == ";" || t.IsWord("group", "having", "window", "order", "limit", "offset", "fetch", "for"):
+			end = i
+			break scan
+		}
+	}
+	if from < 0 || end <= from+1 {
+		return edits
+	}
+	var guard []textEdit
+	if where >= 0 {
+		guard = []textEdit{{from: tokEnd(toks[where]), to: tokEnd(toks[where]), text: " " + g.String() + " AND ("},
+			{from: tokEnd(toks[end-1]), to: tokEnd(toks[end-1]), text: ")"}}
+	} else {
+		guard = []textEdit{{from: tokEnd(toks[end-1]), to: tokEnd(toks[end-1]), text: " WHERE " + g.String()}}
+	}
+	edits = append(guard, edits...)
+	slices.SortStableFunc(edits, func(a, b textEdit) int { return cmp.Compare(a.from, b.from) })
+	return edits
+}
+
 // forget drops what the cache keeps: a table's definition may have changed.
 func (c *notNullCache) forget() {
 	c.mu.Lock()
@@ -180,7 +277,7 @@ func (c *notNullCache) forget() {
 // boolean where an integer now goes (42804; 42883: no boolean = integer operator), a column
 // no longer there (42703: a generated column returned by its old name), NULL left in a
 // generated column's new place (23502), a value for an identity column that refuses one
-// (428C9).
+// (428C9), or notNullGuard's refusal of a column no longer NOT NULL (42704 naming staleNotNull).
 func (c *notNullCache) forgetStale(err error) bool {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
@@ -190,6 +287,11 @@ func (c *notNullCache) forgetStale(err error) bool {
 	case "42804", "42883", "42703", "23502", "428C9":
 		c.forget()
 		return true
+	case "42704":
+		if strings.Contains(pe.Message, staleNotNull) {
+			c.forget()
+			return true
+		}
 	}
 	return false
 }
@@ -202,10 +304,7 @@ const ddlInTxKey = "queryflux.ddl_in_tx"
 // command tag).
 func (c *notNullCache) followCommand(db querier, tag string) {
 	word, _, _ := strings.Cut(tag, " ")
-	var data map[string]any
-	if conn, ok := db.(interface{ Conn() *pgx.Conn }); ok {
-		data = conn.Conn().PgConn().CustomData()
-	}
+	data := connData(db)
 	switch word {
 	case "CREATE", "ALTER", "DROP":
 		c.forget()
@@ -217,8 +316,10 @@ func (c *notNullCache) followCommand(db querier, tag string) {
 			c.forget()
 		}
 		delete(data, ddlInTxKey)
+		delete(data, readInTxKey)
 	case "ROLLBACK":
 		delete(data, ddlInTxKey)
+		delete(data, readInTxKey)
 	}
 }
 

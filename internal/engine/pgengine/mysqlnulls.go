@@ -1,6 +1,7 @@
 package pgengine
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/queryflux/queryflux/internal/sqltok"
@@ -29,6 +30,9 @@ type notNullLookup struct {
 	generated func(table string) generatedColumn
 	// order is a table's columns in order (an INSERT without its column list).
 	order func(table string) []string
+	// guarded: the statement runs outside a transaction, and a key columns says cannot be NULL
+	// is checked to be so still as the statement runs (notNullGuard).
+	guarded bool
 }
 
 // mysqlNullsOrder is sqlText (PostgreSQL's text of a MySQL client's statement) with each sort
@@ -45,13 +49,14 @@ func mysqlNullsOrder(sqlText string, lookup notNullLookup) string {
 	}
 	var notNull map[string]bool
 	var qualifiers []string
+	var table string
 	if lookup.columns != nil {
-		if table, q, ok := oneTable(toks, lookup.schema, false); ok {
-			notNull, qualifiers = lookup.columns(table), q
+		if t, q, ok := oneTable(toks, lookup.schema, false); ok {
+			table, notNull, qualifiers = t, lookup.columns(t), q
 		}
 	}
-	var b strings.Builder
-	at := 0
+	var edits []textEdit
+	var relied []string // the columns left without NULLS because the cache has them NOT NULL
 	for i := 0; i < len(keys); i++ {
 		k := keys[i]
 		if by := k.Lo - 1; by >= 1 && toks[by].IsWord("by") && toks[by-1].IsWord("order") {
@@ -60,9 +65,8 @@ func mysqlNullsOrder(sqlText string, lookup notNullLookup) string {
 				n++
 			}
 			if allNull(toks, keys[i:i+n]) {
-				b.WriteString(sqlText[at:toks[by-1].Pos])
 				last := keys[i+n-1]
-				at = tokEnd(toks[max(last.Hi, last.Dir+1)-1])
+				edits = append(edits, textEdit{from: toks[by-1].Pos, to: tokEnd(toks[max(last.Hi, last.Dir+1)-1])})
 				i += n - 1
 				continue
 			}
@@ -71,6 +75,9 @@ func mysqlNullsOrder(sqlText string, lookup notNullLookup) string {
 			continue
 		}
 		if col := keyColumn(toks, k, qualifiers); col != "" && notNull[col] && !namedOtherwise(toks, col) {
+			if !slices.Contains(relied, col) {
+				relied = append(relied, col)
+			}
 			continue
 		}
 		after, nulls := tokEnd(toks[k.Hi-1]), " NULLS FIRST"
@@ -80,12 +87,26 @@ func mysqlNullsOrder(sqlText string, lookup notNullLookup) string {
 		if k.Descending(toks) {
 			nulls = " NULLS LAST"
 		}
-		b.WriteString(sqlText[at:after])
-		b.WriteString(nulls)
-		at = after
+		edits = append(edits, textEdit{from: after, to: after, text: nulls})
+	}
+	if lookup.guarded && len(relied) > 0 {
+		edits = notNullGuard(toks, table, relied, edits)
+	}
+	var b strings.Builder
+	at := 0
+	for _, e := range edits {
+		b.WriteString(sqlText[at:e.from])
+		b.WriteString(e.text)
+		at = e.to
 	}
 	b.WriteString(sqlText[at:])
 	return b.String()
+}
+
+// textEdit replaces a statement's text from from to to with text.
+type textEdit struct {
+	from, to int
+	text     string
 }
 
 // allNull reports whether every key of keys is the literal NULL.

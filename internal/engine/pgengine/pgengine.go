@@ -491,7 +491,12 @@ func (e *Engine) mysqlAgain(ctx context.Context, db querier, q *query.Request, r
 // insert id is read from its answer with (mysqlinsertid.go; nil for none). An id the INSERT
 // gives ahead of the ids it generates moves the sequence past it first.
 func (e *Engine) mysqlSQL(ctx context.Context, db querier, q *query.Request, sqlText string) (string, *insertPlan) {
-	notNull := notNullLookup{schema: q.Database, columns: func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) },
+	outside := outsideTx(db)
+	columns := func(table string) map[string]bool { return e.notNull.columns(ctx, db, table) }
+	if !outside { // no guard in a transaction: its first sort of a table reads the columns again (mysqlnotnull.go)
+		columns = func(table string) map[string]bool { return e.notNull.columnsInTx(ctx, db, table) }
+	}
+	notNull := notNullLookup{schema: q.Database, columns: columns, guarded: outside,
 		booleans:  func(table string) map[string]bool { return e.notNull.booleans(ctx, db, table) },
 		boolNames: func() *columnNames { return e.notNull.boolColumnNames(ctx, db) },
 		generated: func(table string) generatedColumn { return e.notNull.generated(ctx, db, table) },

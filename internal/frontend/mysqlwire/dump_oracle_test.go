@@ -322,9 +322,9 @@ func stepArgs(step string) (string, []any) {
 }
 
 // dumpRows is every row of q, its values as text ("NULL" for NULL), one line.
-func dumpRows(t *testing.T, db querier, q string) string {
+func dumpRows(t *testing.T, db querier, q string, args ...any) string {
 	t.Helper()
-	rows, err := db.QueryContext(context.Background(), q)
+	rows, err := db.QueryContext(context.Background(), q, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}

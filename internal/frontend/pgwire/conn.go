@@ -57,6 +57,7 @@ type conn struct {
 	setup       *string                 // setupSQL's answer, built on first use
 	clientAddr  string                  // RemoteAddr, built on first use
 	sequences   *query.SessionSequences // the session's currval and lastval, made on first use
+	timeZone    string                  // the TimeZone the client was last told (query.Request.TimeZone)
 
 	session engine.Session // pinned engine connection while a transaction is open, else nil
 	wire    *wireState     // the engine connection the client's messages are forwarded to (forward.go)
@@ -264,8 +265,9 @@ func (c *conn) answerSSL() error {
 
 func (c *conn) sendWelcome() {
 	c.be.Send(&pgproto3.AuthenticationOk{})
+	c.timeZone = c.loginTimeZone()
 	params := slices.Concat([][2]string{{"server_version", c.srv.opts.ServerVersion}}, engine.PostgresLoginSettings, [][2]string{
-		{"TimeZone", c.loginTimeZone()},
+		{"TimeZone", c.timeZone},
 		{"session_authorization", c.user},
 		{"application_name", c.startup["application_name"]},
 	})
@@ -534,7 +536,7 @@ func (c *conn) fillRequest(req *query.Request, sql string, args []any) {
 	*req = query.Request{
 		SQL: sql, Args: args, User: c.user, Protocol: query.ProtocolPostgres,
 		Database: c.database, Headers: c.headers, ClientAddr: c.clientAddr, SessionID: c.pid, SessionStart: c.started, Shape: c.shaped,
-		Sequences: c.sequences,
+		Sequences: c.sequences, TimeZone: c.timeZone,
 	}
 }
 

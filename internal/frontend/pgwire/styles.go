@@ -39,6 +39,9 @@ func (c *conn) answerStyle(st setStmt, tag string) (query.Rows, bool, error) {
 	if err != nil {
 		return nil, true, err
 	}
+	if st.name == "timezone" {
+		c.timeZone = v // what SHOW timezone answers on an engine that answers it itself
+	}
 	c.be.Send(&pgproto3.ParameterStatus{Name: name, Value: v})
 	return engine.TagRows(tag), true, nil
 }
