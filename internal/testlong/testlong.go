@@ -56,8 +56,10 @@ func RapidChecks(t testing.TB, short, long int) {
 	if f == nil {
 		t.Fatal("testlong.RapidChecks: no -rapid.checks flag (the test does not import rapid)")
 	}
-	if f.Value.String() != f.DefValue {
-		return // given on the command line
+	given := false
+	flag.Visit(func(g *flag.Flag) { given = given || g == f })
+	if given {
+		return // given on the command line, its default value (-rapid.checks=100) too
 	}
 	old := f.Value.String()
 	if err := f.Value.Set(strconv.Itoa(Count(short, long))); err != nil {

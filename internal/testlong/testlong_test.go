@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -129,7 +130,7 @@ func TestSampleSpansTheTableInMakeTest(t *testing.T) {
 	}
 }
 
-func TestRapidChecksFollowsTheSwitchUnlessGiven(t *testing.T) {
+func TestRapidChecksFollowsTheSwitch(t *testing.T) {
 	f := flag.Lookup("rapid.checks")
 	for _, c := range []struct {
 		env  string
@@ -146,14 +147,30 @@ func TestRapidChecksFollowsTheSwitchUnlessGiven(t *testing.T) {
 			t.Fatalf("after the test: rapid.checks %s, want it restored to %s", got, f.DefValue)
 		}
 	}
-	if err := f.Value.Set("3"); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Value.Set(f.DefValue) }()
-	t.Run("given", func(t *testing.T) {
+}
+
+// childChecks is set in the re-run test binary of TestRapidChecksLeavesAGivenFlag: the
+// -rapid.checks its command line gave.
+const childChecks = "QUERYFLUX_TESTLONG_GIVEN_CHECKS"
+
+// TestRapidChecksLeavesAGivenFlag re-runs this test binary with -rapid.checks on its command
+// line, its default value (100) among them: RapidChecks leaves what was given, in make test and
+// in make test-long.
+func TestRapidChecksLeavesAGivenFlag(t *testing.T) {
+	if want := os.Getenv(childChecks); want != "" {
 		RapidChecks(t, 7, 70)
-		if got := f.Value.String(); got != "3" {
-			t.Fatalf("-rapid.checks=3 given: %s", got)
+		if got := flag.Lookup("rapid.checks").Value.String(); got != want {
+			t.Fatalf("-rapid.checks=%s given, %s=%q: rapid.checks %s", want, Env, os.Getenv(Env), got)
 		}
-	})
+		return
+	}
+	for _, given := range []string{"3", "100"} {
+		for _, env := range []string{"", "1"} {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestRapidChecksLeavesAGivenFlag$", "-rapid.checks="+given)
+			cmd.Env = append(os.Environ(), childChecks+"="+given, Env+"="+env)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("-rapid.checks=%s %s=%q: %v\n%s", given, Env, env, err, out)
+			}
+		}
+	}
 }

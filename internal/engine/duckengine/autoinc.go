@@ -56,6 +56,10 @@ type aiInsert struct {
 	planned, byDefault bool
 	okID               uint64
 	generated          bool
+	// fromSelect: an INSERT ... SELECT whose ids are all generated, from selectStart on;
+	// InnoDB reserves them 1, 2, 4, ... at a time (selectReserved).
+	fromSelect  bool
+	selectStart int64
 	// refused is what a refusal of the statement needs to spend the ids MariaDB spends
 	// (mysqlaispent.go); nil when its rows were not read.
 	refused *aiRefusal
@@ -78,11 +82,11 @@ func mysqlInsert(ctx context.Context, conn *sql.Conn, client, q *query.Request) 
 		return q, nil // no such column, or no such table: the INSERT says so itself
 	}
 	ai := &aiInsert{conn: conn, col: col}
-	if planned, ok := ai.plan(ctx, q); ok {
-		q = planned
-	} else {
+	planned, ok := ai.plan(ctx, client, q)
+	if !ok {
 		noteUnplanned(ctx) // mysqlstmtundo.go
 	}
+	q = planned
 	c := *q
 	c.SQL = strings.TrimRight(strings.TrimSpace(q.SQL), ";") + " RETURNING " + quoteIdent(col.name)
 	return &c, ai
@@ -349,13 +353,18 @@ func intValue(s string) (explicit int64, generate, ok bool) {
 }
 
 // plan computes the ids of q's rows and writes them into it (ok), when q is an INSERT ...
-// VALUES whose AUTO_INCREMENT values are plain; the counter moves as InnoDB's does.
-func (ai *aiInsert) plan(ctx context.Context, q *query.Request) (*query.Request, bool) {
+// VALUES whose AUTO_INCREMENT values are plain; the counter moves as InnoDB's does. A plain
+// INSERT ... SELECT that leaves the column out (planSelect) is not planned, its ids from the
+// counter on.
+func (ai *aiInsert) plan(ctx context.Context, client, q *query.Request) (*query.Request, bool) {
 	toks := sqltok.SignificantTokens(q.SQL, sqltok.Generic)
 	v, ok := readValues(toks, ai.col)
 	c, err := readCounter(ctx, ai.conn, ai.col.seq)
-	if !ok || err != nil {
+	if err != nil {
 		return q, false
+	}
+	if !ok {
+		return ai.planSelect(client, q, toks, c), false
 	}
 	if v.aiSlot < 0 && c.offset == 0 && !recordingIDs(ctx) { // recorded: the ids written in, to be given again (mysqlstmtundo.go)
 		ai.byDefault = true // the column's DEFAULT gives each row the id InnoDB would
@@ -425,6 +434,68 @@ func (ai *aiInsert) plan(ctx context.Context, q *query.Request) (*query.Request,
 	ai.planned = true
 	ai.refused = &aiRefusal{text: planned.SQL, args: len(q.Args), start: start, explicit: explicit, generate: generate}
 	return &planned, true
+}
+
+// planSelect is q, a plain INSERT ... SELECT (its tokens toks) that leaves the AUTO_INCREMENT
+// column out, as it runs: its rows take the ids from the counter c on (the column's DEFAULT
+// gives them; with the counter offset, the offset is added to the sequence's values in the
+// SELECT's stead), and insertTag moves the counter past what InnoDB reserved for them. Any
+// other INSERT is q as it is.
+func (ai *aiInsert) planSelect(client, q *query.Request, toks []sqltok.Token, c counter) *query.Request {
+	if !sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "insert") || isInsertIgnore(client.SQL) || len(toks) < 3 || !toks[1].IsWord("into") {
+		return q
+	}
+	i := 3
+	if i+1 < len(toks) && toks[i].Text == "." {
+		i += 2
+	}
+	if i >= len(toks) || toks[i].Text != "(" || i+1 < len(toks) && toks[i+1].IsWord("select", "with") {
+		return q // no column list: the SELECT gives the column
+	}
+	cols, end := definitions(toks, i)
+	if end < 0 || end+1 >= len(toks) {
+		return q
+	}
+	for _, d := range cols {
+		if len(d) != 1 || strings.EqualFold(unquoteIdent(d[0]), ai.col.name) {
+			return q
+		}
+	}
+	from := toks[end+1]
+	if !from.IsWord("select", "with") && from.Text != "(" {
+		return q
+	}
+	for _, t := range toks[end+1:] {
+		if t.IsWord("conflict", "duplicate", "returning") {
+			return q
+		}
+	}
+	ai.fromSelect, ai.selectStart = true, c.value()
+	if c.offset == 0 {
+		return q
+	}
+	body := strings.TrimRight(strings.TrimSpace(q.SQL[from.Pos:]), ";")
+	w := *q
+	w.SQL = q.SQL[:toks[end].Pos] + ", " + quoteIdent(ai.col.name) + ") SELECT qf_ai_rows.*, nextval(" + sqltok.StandardString(ai.col.seq) + ") + " +
+		strconv.FormatInt(c.offset, 10) + " FROM (" + body + ") AS qf_ai_rows"
+	return &w
+}
+
+// selectReserved is how many values InnoDB reserves for n generated ids of a statement whose
+// rows it does not count first (INSERT ... SELECT): 1, 2, 4, ... at a time.
+func selectReserved(n int64) int64 {
+	var total int64
+	for i := 0; total < n; i++ {
+		total += reservation(i)
+	}
+	return total
+}
+
+// reservation is the number of values InnoDB reserves after intervals reservations of a
+// statement, or at the first of one whose rows it does not count
+// (handler::update_auto_increment's nb_desired_values).
+func reservation(intervals int) int64 {
+	return min(int64(1)<<min(intervals, 16), 65535)
 }
 
 // assign gives each row its id as InnoDB does (explicit[r] for a row that does not generate
@@ -501,6 +572,7 @@ func assignIDs(start int64, explicit []int64, generate []bool, rows int, take fu
 func (ai *aiInsert) insertTag(ctx context.Context, rows query.Rows) (query.Rows, error) {
 	defer rows.Close()
 	var first, largest int64
+	smallest := int64(math.MaxInt64)
 	n := 0
 	for {
 		b, err := rows.Next(ctx)
@@ -521,7 +593,7 @@ func (ai *aiInsert) insertTag(ctx context.Context, rows query.Rows) (query.Rows,
 			if n == 0 && r == 0 {
 				first = id
 			}
-			largest = max(largest, id)
+			largest, smallest = max(largest, id), min(smallest, id)
 		}
 		n += int(b.NumRows())
 	}
@@ -533,6 +605,16 @@ func (ai *aiInsert) insertTag(ctx context.Context, rows query.Rows) (query.Rows,
 			return engine.TagRows("INSERT explicit:" + strconv.FormatUint(ai.okID, 10) + " " + strconv.Itoa(n)), nil
 		}
 		return engine.TagRows("INSERT " + strconv.FormatUint(ai.okID, 10) + " " + strconv.Itoa(n)), nil
+	}
+	if ai.fromSelect {
+		c, err := readCounter(ctx, ai.conn, ai.col.seq)
+		if err != nil {
+			return nil, err
+		}
+		if err := moveTo(ctx, ai.conn, ai.col.seq, &c, max(ai.selectStart+selectReserved(int64(n)), largest+1)); err != nil {
+			return nil, err
+		}
+		return engine.TagRows("INSERT " + strconv.FormatInt(smallest, 10) + " " + strconv.Itoa(n)), nil
 	}
 	if ai.byDefault {
 		return engine.TagRows("INSERT " + strconv.FormatInt(first, 10) + " " + strconv.Itoa(n)), nil

@@ -77,10 +77,9 @@ func (r *idReservation) take(ctx context.Context, generate bool, explicit int64)
 		if r.next == 0 || r.next >= r.end {
 			if r.left == 0 {
 				// the statement's rows at first, else 1, 2, 4, ... by the reservations made
-				// (handler::update_auto_increment's nb_desired_values)
 				r.left = r.rows
 				if r.rows == 0 || r.intervals > 0 {
-					r.left = min(int64(1)<<min(r.intervals, 16), 65535)
+					r.left = reservation(r.intervals)
 				}
 			}
 			if err := moveTo(ctx, r.conn, r.seq, &r.c, r.high); err != nil {

@@ -27,7 +27,7 @@ import (
 // ignoreByRows runs client, a MySQL client's INSERT IGNORE, a row at a time when it needs to
 // (handled).
 func (s *session) ignoreByRows(ctx context.Context, client *query.Request) (query.Rows, bool, error) {
-	u, ai, hasAI, ok := s.rowsStatement(ctx, client, 2, "ignore", "into", "ignore")
+	u, ai, hasAI, ok := s.rowsStatement(ctx, client, 2, false, "ignore", "into", "ignore")
 	if !ok {
 		return nil, false, nil
 	}
@@ -37,15 +37,15 @@ func (s *session) ignoreByRows(ctx context.Context, client *query.Request) (quer
 // rowsStatement reads client, a MySQL client's INSERT or REPLACE whose modifiers are among
 // allowed (the first of them modifier, unless ""), to run a row at a time: ok when it writes
 // VALUES of minRows rows or more, or a SELECT's rows, into a table with a UNIQUE key over a
-// nullable column, and its ids are known before its rows run. Any other runs as written, and
-// a wrong one says what is wrong itself.
-func (s *session) rowsStatement(ctx context.Context, client *query.Request, minRows int, modifier string, allowed ...string) (u rowUpsert, ai aiColumn, hasAI, ok bool) {
+// nullable column (into any table when anyTable), and its ids are known before its rows run.
+// Any other runs as written, and a wrong one says what is wrong itself.
+func (s *session) rowsStatement(ctx context.Context, client *query.Request, minRows int, anyTable bool, modifier string, allowed ...string) (u rowUpsert, ai aiColumn, hasAI, ok bool) {
 	toks, argsOf, i, ok := readRowInsert(client.SQL, client.Args, allowed...)
 	if !ok || modifier != "" && !toks[1].IsWord(modifier) {
 		return u, ai, false, false
 	}
 	u, end, ok := readInsertRows(client.SQL, toks, i, argsOf)
-	if !ok || end != len(toks) || u.selected.text == "" && len(u.rows) < minRows || !nullableUnique(ctx, s.conn, u.db, u.table) || !u.fillColumns(ctx, s) {
+	if !ok || end != len(toks) || u.selected.text == "" && len(u.rows) < minRows || !anyTable && !nullableUnique(ctx, s.conn, u.db, u.table) || !u.fillColumns(ctx, s) {
 		return u, ai, false, false
 	}
 	ai, hasAI = lookupAI(ctx, s.conn, u.db, u.table)

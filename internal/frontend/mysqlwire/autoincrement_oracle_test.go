@@ -204,3 +204,59 @@ func tableIDs(ctx context.Context, c *sql.Conn, table string) ([]int64, error) {
 	}
 	return ids, rows.Err()
 }
+
+// TestAutoIncrementInsertSelectLikeMariaDB: random sequences of INSERT ... SELECT (0 to 40
+// rows, the AUTO_INCREMENT column left out), single-row INSERTs and explicit ids (near the
+// counter and far above it) get from the proxy on the embedded DuckDB what they get from
+// MariaDB: each statement's OK packet, LAST_INSERT_ID() and the ids in the table. InnoDB
+// reserves an INSERT ... SELECT's ids 1, 2, 4, ... at a time, so the next id after 5 rows from
+// 1 is 8. Before: the counter stood at the largest id + 1, and after an explicit id far above
+// the counter (its offset) the SELECT's rows took ids from 1.
+func TestAutoIncrementInsertSelectLikeMariaDB(t *testing.T) {
+	testlong.RapidChecks(t, 8, 100)
+	maria, duck := mariaAndDuck(t)
+	ctx := context.Background()
+	var nums []string
+	for v := 1; v <= 40; v++ {
+		nums = append(nums, "("+strconv.Itoa(v)+")")
+	}
+	execBoth(t, maria, duck, "CREATE TABLE aisrc (v INT)", "INSERT INTO aisrc VALUES "+strings.Join(nums, ", "))
+	tables := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		conns, table, created, closeConns := checkTable(rt, ctx, maria, duck, &tables, "ais",
+			"CREATE TABLE %s (id INT NOT NULL AUTO_INCREMENT, v INT, PRIMARY KEY (id))")
+		defer closeConns()
+		history := []string{created}
+		used := map[int64]bool{}
+		for range rapid.IntRange(1, 6).Draw(rt, "statements") {
+			var text string
+			switch rapid.IntRange(0, 3).Draw(rt, "kind") {
+			case 0, 1:
+				order := rapid.SampledFrom([]string{"", " ORDER BY v DESC"}).Draw(rt, "order")
+				text = fmt.Sprintf("INSERT INTO %s (v) SELECT v FROM aisrc WHERE v <= %d%s", table, rapid.IntRange(0, 40).Draw(rt, "rows"), order)
+			case 2:
+				id := rapid.OneOf(rapid.Int64Range(1, 80), rapid.Int64Range(100000, 300000)).Draw(rt, "id")
+				if used[id] {
+					continue
+				}
+				used[id] = true
+				text = fmt.Sprintf("INSERT INTO %s (id, v) VALUES (%d, 0)", table, id)
+			default:
+				text = fmt.Sprintf("INSERT INTO %s (v) VALUES (0)", table)
+			}
+			var got []string
+			for _, name := range []string{"MariaDB", "DuckDB"} {
+				c := conns[name]
+				res, err := c.ExecContext(ctx, text)
+				if err != nil {
+					rt.Fatalf("%s: %s: %v", name, text, err)
+				}
+				got = append(got, insertSeen(ctx, rt, c, name, table, res, used))
+			}
+			if got[0] != got[1] {
+				rt.Fatalf("%s\n%s:\nMariaDB: %s\nDuckDB:  %s", strings.Join(history, "\n"), text, got[0], got[1])
+			}
+			history = append(history, text+": "+got[0])
+		}
+	})
+}
