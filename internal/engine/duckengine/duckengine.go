@@ -415,7 +415,12 @@ func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Req
 		d.Params = append(d.Params, fieldFor(fmt.Sprintf("$%d", i+1), name))
 	}
 	if p.kind == duckdb.STATEMENT_TYPE_SELECT {
-		d.Schema = pgTypedSchema(resultSchema(ctx, conn, p.sqlText, len(p.params), clientNames(ctx, conn, q)), pgTableTypes(ctx, conn, q))
+		names := clientNames(ctx, conn, q)
+		schema := keptSchema(conn, p.sqlText, names)
+		if schema == nil {
+			schema = resultSchema(ctx, conn, p.sqlText, len(p.params), names)
+		}
+		d.Schema = pgTypedSchema(schema, pgTableTypes(ctx, conn, q))
 	}
 	return d, nil
 }
@@ -424,6 +429,7 @@ func (e *Engine) describe(ctx context.Context, conn *sql.Conn, client *query.Req
 // it, with NULL parameters), named by names when there is one per column (clientNames); nil
 // when it cannot tell, and the columns come when it runs.
 func resultSchema(ctx context.Context, conn *sql.Conn, sqlText string, params int, names []string) *arrow.Schema {
+	describePlans.Add(1)
 	rows, err := conn.QueryContext(ctx, "DESCRIBE "+sqlText, make([]any, params)...)
 	if err != nil {
 		return nil
@@ -438,7 +444,16 @@ func resultSchema(ctx context.Context, conn *sql.Conn, sqlText string, params in
 		}
 		fields = append(fields, fieldFor(name, typ))
 	}
-	if rows.Err() != nil || len(fields) == 0 {
+	if rows.Err() != nil {
+		return nil
+	}
+	return namedSchema(fields, names)
+}
+
+// namedSchema is fields as a schema, named by names when there is one per column; nil for no
+// fields.
+func namedSchema(fields []arrow.Field, names []string) *arrow.Schema {
+	if len(fields) == 0 {
 		return nil
 	}
 	names = perColumn(names, len(fields))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/duckdb/duckdb-go/v2"
 )
 
@@ -127,4 +128,77 @@ func execKept(ctx context.Context, conn *sql.Conn, p *prepared, args []any) (tag
 		return nil
 	})
 	return tag, ok, err
+}
+
+// describePlans counts the DESCRIBEs resultSchema ran, each a bind and plan of its statement
+// (its tests read it).
+var describePlans atomic.Int64
+
+// keptSchema is the columns of the statement conn keeps for sqlText (its prepare just kept
+// it), read off the prepared statement, named by names when there is one per column
+// (clientNames): a Describe then plans the statement once, not again for a DESCRIBE. nil when
+// nothing is kept for sqlText, or a column's type is one DESCRIBE names otherwise (an alias
+// such as JSON, a composite, a type left open by an untyped parameter): resultSchema answers.
+func keptSchema(conn *sql.Conn, sqlText string, names []string) *arrow.Schema {
+	var fields []arrow.Field
+	_ = conn.Raw(func(dc any) error {
+		wc, ok := dc.(*watchedConn)
+		if !ok || wc.kept.st == nil || wc.kept.sqlText != sqlText {
+			return nil
+		}
+		n, err := wc.kept.st.ColumnCount()
+		if err != nil || n == 0 {
+			return nil
+		}
+		defer func() {
+			if len(fields) < n {
+				fields = nil // a column it cannot name: none
+			}
+		}()
+		for i := range n {
+			info, err := wc.kept.st.ColumnTypeInfo(i)
+			if err != nil {
+				return nil
+			}
+			typ, ok := scalarTypeName(info)
+			if !ok {
+				return nil
+			}
+			name, err := wc.kept.st.ColumnName(i)
+			if err != nil {
+				return nil
+			}
+			fields = append(fields, fieldFor(name, typ))
+		}
+		return nil
+	})
+	return namedSchema(fields, names)
+}
+
+// scalarTypeNames are the scalar types as DESCRIBE names them.
+var scalarTypeNames = map[duckdb.Type]string{
+	duckdb.TYPE_BOOLEAN: "BOOLEAN", duckdb.TYPE_TINYINT: "TINYINT", duckdb.TYPE_SMALLINT: "SMALLINT",
+	duckdb.TYPE_INTEGER: "INTEGER", duckdb.TYPE_BIGINT: "BIGINT", duckdb.TYPE_UTINYINT: "UTINYINT",
+	duckdb.TYPE_USMALLINT: "USMALLINT", duckdb.TYPE_UINTEGER: "UINTEGER", duckdb.TYPE_UBIGINT: "UBIGINT",
+	duckdb.TYPE_HUGEINT: "HUGEINT", duckdb.TYPE_FLOAT: "FLOAT", duckdb.TYPE_DOUBLE: "DOUBLE",
+	duckdb.TYPE_VARCHAR: "VARCHAR", duckdb.TYPE_BLOB: "BLOB", duckdb.TYPE_DATE: "DATE", duckdb.TYPE_TIME: "TIME",
+	duckdb.TYPE_TIMESTAMP: "TIMESTAMP", duckdb.TYPE_TIMESTAMP_S: "TIMESTAMP_S", duckdb.TYPE_TIMESTAMP_MS: "TIMESTAMP_MS",
+	duckdb.TYPE_TIMESTAMP_NS: "TIMESTAMP_NS", duckdb.TYPE_TIMESTAMP_TZ: "TIMESTAMP WITH TIME ZONE",
+	duckdb.TYPE_UUID: "UUID", duckdb.TYPE_INTERVAL: "INTERVAL",
+}
+
+// scalarTypeName is info's type as DESCRIBE names it, for a scalar type without an alias.
+func scalarTypeName(info duckdb.TypeInfo) (string, bool) {
+	if info.Alias() != "" {
+		return "", false
+	}
+	if info.InternalType() == duckdb.TYPE_DECIMAL {
+		d, ok := info.Details().(*duckdb.DecimalDetails)
+		if !ok {
+			return "", false
+		}
+		return "DECIMAL(" + strconv.Itoa(int(d.Width)) + "," + strconv.Itoa(int(d.Scale)) + ")", true
+	}
+	name, ok := scalarTypeNames[info.InternalType()]
+	return name, ok
 }

@@ -164,13 +164,15 @@ func receiveUntil[T pgproto3.BackendMessage](t *testing.T, fe *pgproto3.Frontend
 func TestHangUpFreesEngineAndSlot(t *testing.T) {
 	for _, mode := range poolModes {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // each mode its own database, proxy and statements (counted in its database only)
 			d, admin := oneConnProxy(t, mode, 1)
 			ctx := context.Background()
 			if _, err := admin.Exec(ctx, "create table sink (x int)"); err != nil {
 				t.Fatal(err)
 			}
 			busy := func(marker string) int {
-				return queryInt(t, admin, "select count(*) from pg_stat_activity where query like '%"+marker+"%' and state <> 'idle' and pid <> pg_backend_pid()")
+				return queryInt(t, admin, "select count(*) from pg_stat_activity where query like '%"+marker+"%' and state <> 'idle' and pid <> pg_backend_pid() "+
+					"and datname = current_database()")
 			}
 			// Mid-COPY FROM STDIN, inside a transaction.
 			nc, fe := rawClient(t, d)
