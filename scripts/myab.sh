@@ -5,7 +5,9 @@
 # (qps, and the target process's CPU per statement from /proc/PID/stat), then the medians over
 # the rounds. A TARGET is "direct" (MariaDB on 127.0.0.1:3306, root), "loop-relay"
 # (scripts/benchrelay -loop -raw on epoll; RELAY=PATH runs one built elsewhere), "loop-ring" (the
-# same on io_uring, as bench-proxy's loop-ring row), "sockmap" / "sockmap-verdict" (benchrelay
+# same on io_uring, as bench-proxy's loop-ring row), "ring-spin" (loop-ring whose waits spin for up to
+# 200 us where the machine has idle CPU, as the daemon's loop does: the bare relay with the daemon's
+# spinner), "sockmap" / "sockmap-verdict" (benchrelay
 # -sockmap, with and without the stream parser), "sockmap-results" (benchrelay -sockmap-results:
 # each request read by a goroutine, the answers spliced), "results-ring" (the same with the
 # requests read by the event loop on io_uring: -loop -sockmap-results), "haproxy" (mode tcp, one
@@ -38,13 +40,14 @@ for t in "$@"; do
 	direct)
 		DSN[$t]="root@tcp(127.0.0.1:3306)/mysql" PID[$t]=
 		;;
-	loop-relay | loop-ring)
+	loop-relay | loop-ring | ring-spin)
 		if [ ! -x "$TMP/benchrelay" ]; then
 			if [ -n "${RELAY:-}" ]; then cp "$RELAY" "$TMP/benchrelay"; else (cd "$ROOT" && go build -o "$TMP/benchrelay" ./scripts/benchrelay); fi
 		fi
-		p=$(freeport) be=epoll
-		[ "$t" = loop-ring ] && be=uring
-		QUERYFLUX_RELAY_BACKEND=$be "$TMP/benchrelay" -loop -raw -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/$t.log" 2>&1 &
+		p=$(freeport) be=uring spin=0
+		[ "$t" = loop-relay ] && be=epoll
+		[ "$t" = ring-spin ] && spin=200us
+		QUERYFLUX_RELAY_BACKEND=$be "$TMP/benchrelay" -loop -raw -spin $spin -listen 127.0.0.1:$p -upstream 127.0.0.1:3306 >"$TMP/$t.log" 2>&1 &
 		PIDS+=($!) PID[$t]=$!
 		DSN[$t]="root@tcp(127.0.0.1:$p)/mysql"
 		waitport $p

@@ -4,18 +4,20 @@
 # internal/httplite), taken apart:
 #   counts   per exchange, for each client (below) and for the server: system calls by name
 #            (strace -f -c), context switches and CPU migrations (perf stat's software events),
-#            CPU us (perf's task-clock; at load it is inflated by cache misses, not work)
+#            CPU us (perf's task-clock; at load it is inflated by cache misses, not work); from
+#            an execution trace of the client (benchtrino -trace): its goroutines' parks, the
+#            wakes of one goroutine by another (hand-offs), and the Ps started (thread wake-ups)
 #   times    p50/p90/p99 us of the same exchanges, and of a C ping-pong (scripts/pingpong: the
 #            kernel's loopback TCP round trip with no Go and no HTTP), each again with a
 #            SCHED_IDLE spinner on every CPU (chrt -i 0: no CPU halts between messages). Only a
 #            run at load < 3 gives times: uptime is printed beside each.
 # The clients: http (benchtrino's default, net/http's client as trino-go-client uses it),
 # http-1p (the same with GOMAXPROCS=1), raw (benchtrino -client raw: no net/http). N exchanges
-# each (default 5000). Port: P (default 20751; add your port offset).
+# each (default 5000). Port: P (default 20751; add your port offset). COUNTS=0 or TIMES=0 skips a part.
 #
 #	flock /work/bench.lock scripts/trino-floor.sh 5000
 set -euo pipefail
-N=${1:-5000} P=${P:-20751} OUT=${OUT:-/tmp/trino-floor} TIMES=${TIMES:-1}
+N=${1:-5000} P=${P:-20751} OUT=${OUT:-/tmp/trino-floor} COUNTS=${COUNTS:-1} TIMES=${TIMES:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 [ -x "$OUT/benchtrino" ] && [ "$OUT/benchtrino" -nt "$ROOT/scripts/benchtrino/main.go" ] ||
@@ -45,8 +47,9 @@ syscalls() { # syscalls FILE: strace -c's calls per exchange, the largest first
 	awk -v n=$((N + 20)) '$1 ~ /^[0-9.]+$/ && NF >= 5 && $4 / n >= 0.05 {printf " %s %.2f", $NF, $4 / n}' "$1"
 }
 EV=context-switches,cpu-migrations,task-clock
-echo "counts per exchange ($N exchanges; load $(load)):"
+[ "$COUNTS" = 1 ] && echo "counts per exchange ($N exchanges; load $(load)):"
 for c in http http-1p raw; do
+	[ "$COUNTS" = 1 ] || break
 	# shellcheck disable=SC2046 # the command line
 	perf stat -x, -e $EV -o "$OUT/$c.client.perf" -- $(client "$c") -n "$N" >"$OUT/$c.out" &
 	CL=$!
@@ -66,6 +69,13 @@ for c in http http-1p raw; do
 	$(client "$c") -n "$N" >/dev/null
 	kill -INT "$ST"
 	wait "$ST" || true
+	# shellcheck disable=SC2046
+	$(client "$c") -n "$N" -trace "$OUT/$c.trace" >/dev/null
+	go tool trace -d=parsed "$OUT/$c.trace" 2>/dev/null | awk -v n=$((N + 20)) -v c="$c" '
+		/StateTransition/ && /GoID=/ && /Running->Waiting/ {park++}
+		/StateTransition/ && /GoID=/ && /Waiting->Runnable/ && $3 != "G=-1" {handoff++}
+		/StateTransition/ && /ProcID=/ && /Idle->Running/ {procs++}
+		END {printf "  %s client trace: parks %.2f, hand-offs %.2f, Ps started %.2f\n", c, park / n, handoff / n, procs / n}'
 	echo "  $c client: switches $(per "$cs"), migrations $(per "$mig"), cpu $(per $((${ms%.*} * 1000))) us; calls$(syscalls "$OUT/$c.client.strace")"
 	echo "  $c server: switches $(per "$scs"), migrations $(per "$smig"), cpu $(per $((${sms%.*} * 1000))) us; calls$(syscalls "$OUT/$c.server.strace")"
 done

@@ -281,6 +281,9 @@ func readBody(r *http.Request, mediaType string, limit int64) ([]byte, error) {
 	if err := workerapi.CheckMediaType(r.Header.Get("Content-Type"), mediaType); err != nil {
 		return nil, err
 	}
+	if r.ContentLength > limit { // refused before a byte of it is read
+		return nil, fieldError("", "body larger than %d bytes", limit)
+	}
 	// Sized from Content-Length (up to 1 MiB: a claim is not yet bytes): io.ReadAll alone
 	// doubles its way up, allocating twice a batch's size.
 	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), limit, 1<<20)+bytes.MinRead))

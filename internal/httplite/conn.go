@@ -16,6 +16,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/queryflux/queryflux/internal/invariants"
 )
 
 // bodyDiscardMax is how much of a body its handler left unread is read and dropped to keep the
@@ -422,6 +424,14 @@ func (c *conn) serveRequest(req *http.Request) int {
 	// The handler returned and nobody else has the connection: nothing uses the answer's
 	// header any more, nor the request's: the handlers served here (trinohttp's) copy what they
 	// keep of a request's header (buildRequest) and use the request no more once they return.
+	// A handler that kept either map would see the next exchange's fields (another client's
+	// Authorization): with invariants on (every test binary) the maps are retired instead, so
+	// such a handler reads retiredValue and its tests fail.
+	if guardKeptHeaders() {
+		retire(w.header)
+		retire(reqHeader)
+		return nextRequest
+	}
 	clear(w.header)
 	c.header = w.header
 	if len(reqHeader) <= reqHeaderKeptMax {
@@ -429,6 +439,28 @@ func (c *conn) serveRequest(req *http.Request) int {
 		c.reqHeader = reqHeader
 	}
 	return nextRequest
+}
+
+// guardKeptHeaders says whether the header maps of an exchange are retired rather than reused
+// once its handler returned (invariants on; a test of the reuse itself turns it off).
+var guardKeptHeaders = invariants.Enabled
+
+// retiredValue is every field of a header map retired: what a handler that kept the map past
+// its return reads, in place of the fields of the next exchange the map would have held.
+var retiredValue = []string{"httplite: this header was read after its handler returned"}
+
+// retiredField is a field every retired header map holds.
+const retiredField = "X-Httplite-Retired"
+
+// retire writes retiredValue into every field of h, and RetiredField; h is never used again.
+func retire(h http.Header) {
+	if h == nil {
+		return
+	}
+	for k := range h {
+		h[k] = retiredValue
+	}
+	h[retiredField] = retiredValue
 }
 
 // reqHeaderKeptMax bounds the fields of a request header kept for the next request (a map

@@ -856,6 +856,7 @@ func TestABodyHeldIsNoAllocation(t *testing.T) {
 // without a copy of it; a statement's POST with its body, awaited as trinohttp awaits it,
 // then costs at most exchangeAllocsMax allocations on the server's side.
 func TestAnExchangesAllocations(t *testing.T) {
+	reuseHeaders(t)
 	textType := []string{"text/plain"}
 	var localOK atomic.Bool
 	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -35,6 +35,7 @@ func (c *listConn) Read(p []byte) (int, error) {
 // them: each handler sees its own request's fields and no other's, as http.ReadRequest reads
 // them, also after a request whose head parseHead leaves to http.ReadRequest.
 func TestARequestsHeaderIsItsOwn(t *testing.T) {
+	reuseHeaders(t) // the maps reused, as in production
 	names := []string{"X-Trino-User", "X-Trino-Source", "User-Agent", "Accept-Encoding", "X-Trino-Catalog", "Authorization", "X-A", "X-B"}
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(1, 6).Draw(rt, "requests")
@@ -80,6 +81,7 @@ func TestARequestsHeaderIsItsOwn(t *testing.T) {
 // its exchange allocates its parsed head and its text alone (the benchmark's handler
 // allocates nothing).
 func TestAnExchangeAllocatesTheHeadAlone(t *testing.T) {
+	reuseHeaders(t)
 	const raw = "POST /v1/statement HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: benchtrino/1\r\nContent-Length: 8\r\n" +
 		"X-Trino-Source: benchtrino\r\nX-Trino-User: postgres\r\nAccept-Encoding: gzip\r\n\r\nSELECT 1"
 	answer := []byte(`{"id":"x","stats":{"state":"FINISHED"},"data":[[1]]}`)
@@ -98,5 +100,39 @@ func TestAnExchangeAllocatesTheHeadAlone(t *testing.T) {
 	}
 	if per := (allocs(200) - allocs(100)) / 100; per > 2.05 {
 		t.Fatalf("%.2f allocations an exchange, want 2 (the parsed head and its text)", per)
+	}
+}
+
+// reuseHeaders turns off the retiring of kept header maps for t: a test of their reuse.
+func reuseHeaders(t testing.TB) {
+	was := guardKeptHeaders
+	guardKeptHeaders = func() bool { return false }
+	t.Cleanup(func() { guardKeptHeaders = was })
+}
+
+// A handler that keeps its request's header, or its answer's, past its return reads neither
+// the next request's fields (another client's Authorization) nor writes into the next answer:
+// in a test binary the maps are retired once the handler returned, and what it kept reads as
+// retired.
+func TestAHeaderKeptPastItsHandlerIsRetired(t *testing.T) {
+	var keptReq, keptResp []http.Header
+	s := New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keptReq, keptResp = append(keptReq, r.Header), append(keptResp, w.Header())
+		w.Header().Set("X-Answer", r.Header.Get("Authorization"))
+		_, _ = w.Write([]byte("ok"))
+	}), Options{})
+	defer s.Close()
+	reqs := []string{
+		"GET /v1/info HTTP/1.1\r\nHost: h\r\nAuthorization: Basic YWxpY2U6\r\n\r\n",
+		"GET /v1/info HTTP/1.1\r\nHost: h\r\nAuthorization: Basic Ym9iOg==\r\nConnection: close\r\n\r\n",
+	}
+	s.newConn(&listConn{reqs: reqs}).loop()
+	if len(keptReq) != 2 {
+		t.Fatalf("served %d requests of 2", len(keptReq))
+	}
+	for i, h := range []http.Header{keptReq[0], keptResp[0]} {
+		if got := h.Get("Authorization") + h.Get("X-Answer"); strings.Contains(got, "Ym9i") || h.Get(retiredField) == "" {
+			t.Fatalf("header %d kept by the first handler reads %v after the second request: want it retired", i, h)
+		}
 	}
 }

@@ -206,6 +206,12 @@ func TestConfigSyncRejectsABadRevision(t *testing.T) {
 	if why == nil || !strings.Contains(why.Error(), "engine refused") {
 		t.Fatalf("rejection reason %v", why)
 	}
+	// An operator finds each rejection, with its revision, in the worker's log.
+	for _, bad := range []string{invalidSnap(t).Revision, csSnap(t, 13).Revision} {
+		if !strings.Contains(f.logs.String(), "config revision rejected") || !strings.Contains(f.logs.String(), "revision="+bad) {
+			t.Fatalf("the rejection of %s is not logged:\n%s", bad, f.logs.String())
+		}
+	}
 	fixed := csSnap(t, 4)
 	_ = f.srv.Publish(fixed)
 	if got := f.waitActive(sync, good.Revision); got.Revision != fixed.Revision {
@@ -234,6 +240,9 @@ func TestConfigSyncBacksOff(t *testing.T) {
 	}
 	if strings.Contains(hb.Config.LastSyncError, csSecret) {
 		t.Fatal("the heartbeat shows the worker secret")
+	}
+	if logs := f.logs.String(); !strings.Contains(logs, "config sync failed") || !strings.Contains(logs, "503") || strings.Contains(logs, csSecret) {
+		t.Fatalf("the failed polls are not logged with their answer (or the log shows the secret):\n%s", logs)
 	}
 	_ = f.srv.Publish(csSnap(t, 1))
 	f.waitActive(sync, "")

@@ -45,6 +45,7 @@ func main() {
 	results := flag.Bool("sockmap-results", false, "relay MySQL connections reading each request and splicing the answers in the kernel (internal/sockmap; with -loop the requests on the event loop; exit status 2 where BPF is refused)")
 	verdictOnly := flag.Bool("sockmap-verdict-only", false, "with -sockmap: no stream parser (the verdict runs from sk_psock_verdict_data_ready)")
 	rtt := flag.Duration("rtt", 0, "measure loopback round trips for this long instead, print the p50 in µs")
+	spin := flag.Duration("spin", 0, "with -loop: the loop's waits spin for up to this long before they sleep, where the machine has idle CPU, as the daemon's loops do (its bound: QUERYFLUX_SPIN_MICROS, default 200µs); 0: never")
 	flag.Parse()
 	if *rtt > 0 {
 		p50, err := roundTripP50(*rtt)
@@ -72,7 +73,7 @@ func main() {
 	}
 	var ev *relayloop.Loop
 	if *loop {
-		if ev, err = relayloop.New(0); err != nil {
+		if ev, err = relayloop.NewWith(0, relayloop.BackendAuto, *spin); err != nil {
 			fmt.Fprintln(os.Stderr, "benchrelay:", err)
 			os.Exit(1)
 		}

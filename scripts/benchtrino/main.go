@@ -23,6 +23,9 @@
 // loopback exchanges and the JSON); driver runs the query through trino-go-client itself
 // (database/sql, one connection, its requests counted by its transport; post_p50_us is then "-").
 //
+// -trace FILE writes an execution trace of the timed queries (go tool trace FILE): whose goroutines
+// wake whose, and how often a thread is woken, per query.
+//
 // -n N runs N queries (after the 20 that warm up) instead of running for -d: a fixed count,
 // for measures per query that load does not change (instructions, system calls).
 //
@@ -56,6 +59,7 @@ import (
 	"net/http"
 	neturl "net/url"
 	"os"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +85,7 @@ func main() {
 	floorOne := flag.Bool("floor-one", false, "a floor answers the POST with the last page (one exchange)")
 	client := flag.String("client", "http", "the Trino client: http (net/http), raw (no net/http) or driver (trino-go-client)")
 	agent := flag.String("agent", "benchtrino/1", "the User-Agent of -client http and raw")
+	traceTo := flag.String("trace", "", "write an execution trace (runtime/trace) of the timed queries to this file")
 	flag.Parse()
 	for server, addr := range map[string]string{"net/http": *floor, "raw": *floorRaw, "httplite": *floorLite} {
 		if addr != "" {
@@ -137,6 +142,13 @@ func main() {
 	if posts != nil {
 		*posts = nil
 	}
+	if *traceTo != "" {
+		stop, err := startTrace(*traceTo)
+		if err != nil {
+			fail(err)
+		}
+		defer stop()
+	}
 	cpu0 := cpuTime()
 	end := time.Now().Add(*dur)
 	done := func() bool { return !time.Now().Before(end) }
@@ -159,6 +171,19 @@ func main() {
 		postP50 = strconv.FormatInt(percentile(*posts, 0.50), 10)
 	}
 	fmt.Printf("%d %d %d %s %s %d\n", percentile(lats, 0.50), percentile(lats, 0.99), len(lats), perQuery, postP50, clientCPU)
+}
+
+// startTrace starts an execution trace into the file at path; stop ends it and closes the file.
+func startTrace(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { trace.Stop(); f.Close() }, nil
 }
 
 // cpuTime is the CPU this process has used (user and system).

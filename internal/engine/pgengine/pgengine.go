@@ -459,6 +459,9 @@ func (e *Engine) mysqlBooleansAgain(ctx context.Context, db querier, q *query.Re
 		refusal = rows.Err()
 	}
 	again, plan, ok := e.mysqlAgain(ctx, db, q, refusal, sqlText, args, hot)
+	if !ok && refusal != nil { // rows closed: their connection, back in the pool, may be running another statement
+		return nil, insertID, refusal
+	}
 	if !ok {
 		return rows, insertID, err
 	}

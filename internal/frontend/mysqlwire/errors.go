@@ -113,6 +113,9 @@ func toMySQLError(err error) *mysql.MyError {
 		if c.state == sqlstate.IntegrityConstraintViolation && qe.Code == sqlstate.IntegrityConstraintViolation && strings.Contains(strings.ToUpper(msg), "NOT NULL") {
 			c.errno = mysql.ER_BAD_NULL_ERROR
 		}
+		if qe.Code == sqlstate.ForeignKeyViolation && strings.HasPrefix(msg, "update or delete on table ") {
+			c.errno = mysql.ER_ROW_IS_REFERENCED_2 // 1451: PostgreSQL's one state for a parent row still referenced
+		}
 		if qe.Code == sqlstate.DivisionByZero {
 			msg = divZeroMessage // MariaDB's words (strict mode's error), not the engine's
 		}
