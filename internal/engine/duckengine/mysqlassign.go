@@ -64,12 +64,6 @@ func mysqlSelectVars(q *query.Request) (ownRun, bool) {
 var selectListEnds = []string{"from", "into", "where", "group", "having", "order", "limit", "window", "union",
 	"except", "intersect", "for", "lock"}
 
-// edit replaces sqlText[from:to] with text.
-type edit struct {
-	from, to int
-	text     string
-}
-
 // readSelectVars reads sqlText (a SELECT) for INTO @... and select-list assignments; ok is
 // false when it has neither.
 func readSelectVars(sqlText string) (sv selectVars, ok bool) {
@@ -82,7 +76,7 @@ func readSelectVars(sqlText string) (sv selectVars, ok bool) {
 		start++
 	}
 	end, order, orderEnd, depth := len(toks), -1, len(toks), 0
-	var edits []edit
+	var edits []sqltok.Edit
 	for i := start; i < len(toks); i++ {
 		switch toks[i].Text {
 		case "(":
@@ -108,7 +102,7 @@ func readSelectVars(sqlText string) (sv selectVars, ok bool) {
 				return sv, false // INTO OUTFILE, DUMPFILE, a procedure's variable: not here
 			}
 			sv.into = names
-			edits = append(edits, edit{toks[i].Pos, toks[last].Pos + len(toks[last].Text), ""})
+			edits = append(edits, sqltok.Edit{From: toks[i].Pos, To: toks[last].Pos + len(toks[last].Text)})
 		}
 	}
 	var orderBy string
@@ -123,16 +117,8 @@ func readSelectVars(sqlText string) (sv selectVars, ok bool) {
 	if len(sv.into) == 0 && len(sv.assigned) == 0 {
 		return sv, false
 	}
-	slices.SortFunc(edits, func(a, b edit) int { return a.from - b.from })
-	var b strings.Builder
-	at := 0
-	for _, e := range edits {
-		b.WriteString(sqlText[at:e.from])
-		b.WriteString(e.text)
-		at = e.to
-	}
-	b.WriteString(sqlText[at:])
-	sv.text = b.String()
+	slices.SortFunc(edits, func(a, b sqltok.Edit) int { return a.From - b.From })
+	sv.text = sqltok.Splice(sqlText, edits)
 	return sv, true
 }
 
@@ -157,9 +143,9 @@ func intoVariables(toks []sqltok.Token, i int) (names []string, last int) {
 
 // assignmentEdits writes each `@v := expr [AS name]` item of the select list (list) as
 // `(expr) AS "name"` and, in the items after it, @v as (expr); it notes the items in sv.
-func assignmentEdits(sqlText string, list []sqltok.Token, orderBy string, sv *selectVars) []edit {
+func assignmentEdits(sqlText string, list []sqltok.Token, orderBy string, sv *selectVars) []sqltok.Edit {
 	items := sqltok.SplitAtCommas(list)
-	var edits []edit
+	var edits []sqltok.Edit
 	substitute := map[string]string{} // a variable assigned earlier in the list: its expression
 	star := false
 	for n, item := range items {
@@ -182,7 +168,7 @@ func assignmentEdits(sqlText string, list []sqltok.Token, orderBy string, sv *se
 		if step, ok := runningCount(exprText, name); ok {
 			expr = "(" + userVarRef(name) + " + " + step + " * row_number() OVER (" + orderBy + "))"
 		}
-		edits = append(edits, edit{item[0].Pos, itemEnd, expr + " AS " + quoteIdent(column)})
+		edits = append(edits, sqltok.Edit{From: item[0].Pos, To: itemEnd, Text: expr + " AS " + quoteIdent(column)})
 		col := n
 		if star {
 			col = -1
@@ -212,11 +198,11 @@ func aliasText(t sqltok.Token) string {
 
 // variableEdits writes, in an item, each read of a variable assigned earlier in the list as
 // its expression.
-func variableEdits(sqlText string, item []sqltok.Token, substitute map[string]string) []edit {
+func variableEdits(sqlText string, item []sqltok.Token, substitute map[string]string) []sqltok.Edit {
 	if len(substitute) == 0 {
 		return nil
 	}
-	var edits []edit
+	var edits []sqltok.Edit
 	for i := 0; i+1 < len(item); i++ {
 		t := item[i]
 		if t.Kind != sqltok.Operator || !strings.HasSuffix(t.Text, "@") || strings.HasSuffix(t.Text, "@@") || item[i+1].Pos != t.Pos+len(t.Text) {
@@ -224,7 +210,7 @@ func variableEdits(sqlText string, item []sqltok.Token, substitute map[string]st
 		}
 		name, ok := userVarName(item[i+1])
 		if expr, assigned := substitute[strings.ToLower(name)]; ok && assigned {
-			edits = append(edits, edit{t.Pos + len(t.Text) - 1, item[i+1].Pos + len(item[i+1].Text), expr})
+			edits = append(edits, sqltok.Edit{From: t.Pos + len(t.Text) - 1, To: item[i+1].Pos + len(item[i+1].Text), Text: expr})
 		}
 	}
 	return edits
@@ -235,7 +221,7 @@ func variableEdits(sqlText string, item []sqltok.Token, substitute map[string]st
 func expressionWith(expr string, substitute map[string]string) string {
 	edits := variableEdits(expr, sqltok.SignificantTokens(expr, sqltok.MySQL), substitute)
 	for i := len(edits) - 1; i >= 0; i-- {
-		expr = expr[:edits[i].from] + edits[i].text + expr[edits[i].to:]
+		expr = expr[:edits[i].From] + edits[i].Text + expr[edits[i].To:]
 	}
 	return expr
 }

@@ -219,7 +219,7 @@ const staleNotNull = "queryflux.stale_not_null"
 // that make its WHERE check that cols of table are NOT NULL: a condition of no column, which
 // PostgreSQL runs once as the statement starts (an InitPlan, a one-time filter above the scan:
 // the index stays in use), reading the setting staleNotNull when one of cols is not.
-func notNullGuard(toks []sqltok.Token, table string, cols []string, edits []textEdit) []textEdit {
+func notNullGuard(toks []sqltok.Token, table string, cols []string, edits []sqltok.Edit) []sqltok.Edit {
 	var g strings.Builder
 	g.WriteString("CASE WHEN (SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute WHERE attrelid = '")
 	g.WriteString(strings.ReplaceAll(table, "'", "''"))
@@ -251,15 +251,15 @@ scan:
 	if from < 0 || end <= from+1 {
 		return edits
 	}
-	var guard []textEdit
+	var guard []sqltok.Edit
 	if where >= 0 {
-		guard = []textEdit{{from: tokEnd(toks[where]), to: tokEnd(toks[where]), text: " " + g.String() + " AND ("},
-			{from: tokEnd(toks[end-1]), to: tokEnd(toks[end-1]), text: ")"}}
+		guard = []sqltok.Edit{{From: tokEnd(toks[where]), To: tokEnd(toks[where]), Text: " " + g.String() + " AND ("},
+			{From: tokEnd(toks[end-1]), To: tokEnd(toks[end-1]), Text: ")"}}
 	} else {
-		guard = []textEdit{{from: tokEnd(toks[end-1]), to: tokEnd(toks[end-1]), text: " WHERE " + g.String()}}
+		guard = []sqltok.Edit{{From: tokEnd(toks[end-1]), To: tokEnd(toks[end-1]), Text: " WHERE " + g.String()}}
 	}
 	edits = append(guard, edits...)
-	slices.SortStableFunc(edits, func(a, b textEdit) int { return cmp.Compare(a.from, b.from) })
+	slices.SortStableFunc(edits, func(a, b sqltok.Edit) int { return cmp.Compare(a.From, b.From) })
 	return edits
 }
 

@@ -2,7 +2,6 @@ package pgengine
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/queryflux/queryflux/internal/sqltok"
 	"github.com/queryflux/queryflux/internal/trinopg"
@@ -55,7 +54,7 @@ func mysqlNullsOrder(sqlText string, lookup notNullLookup) string {
 			table, notNull, qualifiers = t, lookup.columns(t), q
 		}
 	}
-	var edits []textEdit
+	var edits []sqltok.Edit
 	var relied []string // the columns left without NULLS because the cache has them NOT NULL
 	for i := 0; i < len(keys); i++ {
 		k := keys[i]
@@ -66,7 +65,7 @@ func mysqlNullsOrder(sqlText string, lookup notNullLookup) string {
 			}
 			if allNull(toks, keys[i:i+n]) {
 				last := keys[i+n-1]
-				edits = append(edits, textEdit{from: toks[by-1].Pos, to: tokEnd(toks[max(last.Hi, last.Dir+1)-1])})
+				edits = append(edits, sqltok.Edit{From: toks[by-1].Pos, To: tokEnd(toks[max(last.Hi, last.Dir+1)-1])})
 				i += n - 1
 				continue
 			}
@@ -87,26 +86,12 @@ func mysqlNullsOrder(sqlText string, lookup notNullLookup) string {
 		if k.Descending(toks) {
 			nulls = " NULLS LAST"
 		}
-		edits = append(edits, textEdit{from: after, to: after, text: nulls})
+		edits = append(edits, sqltok.Edit{From: after, To: after, Text: nulls})
 	}
 	if lookup.guarded && len(relied) > 0 {
 		edits = notNullGuard(toks, table, relied, edits)
 	}
-	var b strings.Builder
-	at := 0
-	for _, e := range edits {
-		b.WriteString(sqlText[at:e.from])
-		b.WriteString(e.text)
-		at = e.to
-	}
-	b.WriteString(sqlText[at:])
-	return b.String()
-}
-
-// textEdit replaces a statement's text from from to to with text.
-type textEdit struct {
-	from, to int
-	text     string
+	return sqltok.Splice(sqlText, edits)
 }
 
 // allNull reports whether every key of keys is the literal NULL.
