@@ -139,6 +139,9 @@ func (c *conn) startPortal(p *portal) error {
 	} else if ok {
 		req.CopyOut, p.copyOut = true, &cp
 	}
+	// A COMMIT of a transaction that did not fail keeps its plain SET TIME ZONE (txzone.go).
+	committing := c.zones != nil && c.session != nil && c.session.TxStatus() == 'T' &&
+		sqltok.FirstKeywordIs(p.stmt.sql, sqltok.Postgres, "commit", "end")
 	c.beginRun(p.cancel)
 	if src == nil {
 		unwatch = c.watchSlow(p.cancel)
@@ -146,6 +149,9 @@ func (c *conn) startPortal(p *portal) error {
 	rows, err := execute(p.ctx, req)
 	unwatch()
 	c.endRun()
+	if err == nil && c.zones != nil {
+		c.zoneStatement(p.stmt.sql, committing)
+	}
 	if src != nil {
 		if ferr := src.finish(); ferr != nil {
 			if rows != nil {
@@ -288,6 +294,9 @@ func commandTag(p *portal, n int64) string {
 	tag := p.rows.Tag()
 	if tag == "" && p.rows.Schema() != nil {
 		tag = "SELECT " + strconv.FormatInt(p.sent, 10)
+	}
+	if strings.HasPrefix(tag, "SELECT ") && sqltok.FirstKeywordIs(p.stmt.sql, sqltok.Postgres, "show") {
+		return "SHOW" // an engine answers SHOW with a SELECT of the value (DuckDB)
 	}
 	if p.suspended && strings.HasPrefix(tag, "SELECT ") {
 		return "SELECT " + strconv.FormatInt(n, 10)
