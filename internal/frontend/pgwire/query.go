@@ -163,10 +163,19 @@ func (c *conn) startPortal(p *portal) error {
 	if err != nil {
 		return c.runError(err)
 	}
+	kept := p.stmt.result != nil
 	if err := resultChanged(p.stmt, rows.Schema()); err != nil {
 		_ = rows.Close()
 		c.failTx()
 		return err
+	}
+	if !kept && p.stmt.result != nil {
+		if err := c.holdSchema(p.stmt, p.stmt.result.Fields()); err != nil {
+			p.stmt.result = nil
+			_ = rows.Close()
+			c.failTx()
+			return err
+		}
 	}
 	p.rows = rows
 	if schema := rows.Schema(); schema != nil {
@@ -537,6 +546,21 @@ func (c *conn) describeStatement(st *preparedStmt) error {
 // learnTypes describes st once: its parameter types where the client left them unspecified
 // (0), and its columns.
 func (c *conn) learnTypes(st *preparedStmt) error {
+	if st.desc != nil {
+		return nil
+	}
+	if err := c.describeOnce(st); err != nil {
+		return err
+	}
+	if err := c.holdSchema(st, descFields(st.desc)); err != nil {
+		st.desc = nil
+		return err
+	}
+	return nil
+}
+
+// describeOnce sets st.desc: what a SET, a cursor statement or the engine says of st.
+func (c *conn) describeOnce(st *preparedStmt) error {
 	if st.desc == nil && startsWithSetOrReset(st.sql) {
 		// A SET or RESET answers no rows and takes no parameter, as PostgreSQL describes it; what
 		// it sets is checked when it runs (localStatement). An engine asked to describe it may not
