@@ -223,6 +223,9 @@ func (c *conn) startup_() (ok bool, err error) {
 			if c.user == "" {
 				return false, c.fatal(sqlstate.InvalidAuthorizationSpecification, "no PostgreSQL user name specified in startup packet")
 			}
+			if qe := query.UserNameRefused(c.user); qe != nil {
+				return false, c.fatal(qe.Code, qe.Message)
+			}
 			if o := m.Parameters["options"]; o != "" {
 				if c.options, err = pgoptions.Parse(o); err != nil {
 					return false, c.fatal(sqlstate.InvalidParameterValue, err.Error())
