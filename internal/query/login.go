@@ -2,6 +2,7 @@ package query
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
@@ -55,4 +56,22 @@ func GateRefusal(err error) (refusal *Error, failed bool) {
 		return qe, false
 	}
 	return &Error{Code: CodeAuthRefused, Message: "authentication failed"}, true
+}
+
+// UserNameRefused is the refusal of a login whose user name holds a control character: a
+// NUL, any other C0 character, DEL or a C1 character. No PostgreSQL or MySQL user name can
+// be sent holding a NUL, and none of them is a name an operator wrote: a user named with one
+// would be listed, logged and matched against policies apart from the name it looks like
+// (in a terminal, a log line or a page, "a\x00b" and "ab", or "alice\n" and "alice", read
+// alike). Every frontend refuses such a name before any Gate, password or token check; nil
+// for a name without one. The message names the character and its byte offset, not the
+// name, which may be long.
+func UserNameRefused(user string) *Error {
+	for i, r := range user {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return &Error{Code: CodeAuthRefused,
+				Message: fmt.Sprintf("the user name holds a control character (U+%04X at byte %d): user names may not", r, i)}
+		}
+	}
+	return nil
 }

@@ -98,7 +98,7 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 	}
 	if s.opts.Auth == nil && s.opts.Gate == nil {
 		if u := first(md, "x-queryflux-user"); u != "" {
-			return u, nil
+			return u, userNameRefused(u)
 		}
 		return "anonymous", nil
 	}
@@ -131,6 +131,9 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 			c.User = "anonymous"
 		}
 	}
+	if err := userNameRefused(c.User); err != nil {
+		return "", err
+	}
 	login := query.Login{Protocol: query.ProtocolFlightSQL, User: c.User, ClientAddr: c.ClientAddr, TLS: isTLS(ctx), Cleartext: c.Password != ""}
 	if s.opts.Gate != nil && c.Token == "" {
 		trusted, err := s.opts.Gate.Admit(login)
@@ -158,6 +161,15 @@ func (s *Server) identify(ctx context.Context, md metadata.MD) (string, error) {
 		}
 	}
 	return user, nil
+}
+
+// userNameRefused is Unauthenticated for a user name holding a control character
+// (query.UserNameRefused), nil for any other.
+func userNameRefused(user string) error {
+	if qe := query.UserNameRefused(user); qe != nil {
+		return status.Error(codes.Unauthenticated, qe.Message)
+	}
+	return nil
 }
 
 // gateStatus is the gRPC status of a Gate's refusal of login; a Gate that failed rather than

@@ -357,6 +357,9 @@ func (a *authenticator) GetCredential(string) (server.Credential, bool, error) {
 
 // admit asks the Gate, else the LoopbackUser rule, whether user logs in without a password.
 func (s *Server) admit(user string, remote net.Addr, secure bool) (bool, error) {
+	if qe := query.UserNameRefused(user); qe != nil {
+		return false, toMySQLError(qe)
+	}
 	if s.opts.Gate == nil {
 		return user != "" && user == s.opts.LoopbackUser && isLoopback(remote), nil
 	}

@@ -583,6 +583,11 @@ func (s *Server) loginFrom(r *http.Request, client client) (string, int, error) 
 	if hasBasic && basicUser != "" {
 		user = basicUser
 	}
+	for _, name := range [2]string{user, headerUser} {
+		if qe := query.UserNameRefused(name); qe != nil {
+			return "", http.StatusUnauthorized, qe
+		}
+	}
 	if headerUser != "" && user != headerUser {
 		return "", http.StatusForbidden, fmt.Errorf("user %q may not run queries as %q", user, headerUser)
 	}

@@ -1,0 +1,58 @@
+package pgwire
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
+)
+
+// TestAUserNameHoldingAControlCharacterIsRefused: a startup packet whose user name holds a
+// control character (C0, DEL, C1; a NUL ends the name on the wire) is refused FATAL 28000
+// naming the character, before the Gate or any password check, however trusting the Gate.
+func TestAUserNameHoldingAControlCharacterIsRefused(t *testing.T) {
+	names := []struct{ name, char string }{
+		{"al\x01ice", "U+0001"}, {"alice\n", "U+000A"}, {"a\tb", "U+0009"}, {"a\x1bb", "U+001B"},
+		{"a\x7fb", "U+007F"}, {"a\u0085b", "U+0085"},
+	}
+	gate := &frontendtest.RecordingGate{Trust: map[string]bool{"alice": true}}
+	for _, n := range names {
+		gate.Trust[n.name] = true
+	}
+	addr := serveStub(t, Options{Gate: gate})
+	login := func(user string) error {
+		cfg, err := pgx.ParseConfig("postgres://" + addr + "/d?sslmode=disable")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.User = user
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, "select 1")
+		return err
+	}
+	for _, n := range names {
+		err := login(n.name)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "28000" || pe.Severity != "FATAL" || !strings.Contains(pe.Message, "control character ("+n.char) {
+			t.Errorf("%q: %v; want FATAL 28000 naming the control character %s", n.name, err, n.char)
+		}
+	}
+	if admits, verifies, _ := gate.Reset(); len(admits)+len(verifies) != 0 {
+		t.Errorf("the Gate was told %+v %+v", admits, verifies)
+	}
+	if err := login("alice"); err != nil {
+		t.Errorf("alice: %v", err)
+	}
+}
