@@ -1,7 +1,10 @@
 package controlplane
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +88,27 @@ func TestConfigServerPollTimeoutBounds(t *testing.T) {
 			}()
 			NewConfigServer(e, d)
 		}()
+	}
+}
+
+// An operator reads each newly served revision and what it changed in the control plane's log,
+// once: the same revision published again (a file touched, a NOTIFY with nothing new) logs nothing.
+func TestPublishLogsEachNewRevisionOnce(t *testing.T) {
+	var logs bytes.Buffer
+	srv := NewConfigServer(env.Real(slog.New(slog.NewTextHandler(&logs, nil))), time.Second)
+	s1, s2 := csSnapshot(t, 1), csSnapshot(t, 2)
+	for _, snap := range []*snapshot.WorkerSnapshotV1{s1, s1, s2, s2} {
+		if err := srv.Publish(snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d log lines for two revisions published twice each, want 2:\n%s", len(lines), logs.String())
+	}
+	for i, want := range []string{"revision=" + s1.Revision, "revision=" + s2.Revision + " changes=\"[cluster c changed]\""} {
+		if !strings.Contains(lines[i], "config published") || !strings.Contains(lines[i], want) {
+			t.Fatalf("log line %d: %s\nwant %q in it", i, lines[i], want)
+		}
 	}
 }
