@@ -801,7 +801,7 @@ func (c *Core) tryMembers(ctx context.Context, g *group, take func(context.Conte
 			return nil, nil, ctx.Err()
 		default: // the guard's error names the control plane's URL: for the log only
 			h := query.CoordinationUnavailable(fmt.Errorf("capacity guard for cluster %s: %w", m.cluster.name, err))
-			c.env.Logger().Warn("capacity coordination unavailable; the client sees only its code", "cluster", m.cluster.name, "err", h)
+			c.env.Logger().Warn("capacity coordination unavailable; the client sees only its code", "cluster", m.cluster.name, "err", redact.Error(h))
 			return nil, nil, h
 		}
 	}
