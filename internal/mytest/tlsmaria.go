@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +67,8 @@ func StartTLSMariaDB(t testing.TB) *TLSMariaDB {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
+		// SIGTERM: mariadbd ignores SIGINT, and the wait below ran its full 20 s.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
 		case <-time.After(20 * time.Second):

@@ -16,18 +16,21 @@ import (
 // DuckDB's INSERT OR IGNORE (MySQL's INSERT IGNORE) of several rows takes two rows with NULL in
 // one UNIQUE key for a collision and keeps one of them, where NULLs never collide (MariaDB
 // keeps all): `INSERT OR IGNORE INTO t VALUES (5, NULL), (6, NULL), (7, NULL)` kept one row,
-// silently. Against rows already in the table, and for one row, it is right. So a MySQL
-// client's INSERT IGNORE ... VALUES of several rows, or INSERT IGNORE ... SELECT (its rows read
-// first: mysqlrowsource.go), into a table with a UNIQUE key over a nullable column (a
-// constraint, or a unique index) runs a row at a time, in one transaction: each row sees the
-// ones before it, as MariaDB writes them. The AUTO_INCREMENT ids are InnoDB's for the whole
-// statement (idReservation), written into each row. The cost is a statement a row, for such
-// statements only.
+// silently. Against rows already in the table, and for one row, it is right; but a NULL given a
+// NOT NULL column, and a duplicate, want MariaDB's warnings (mysqlignorewarn.go). So a MySQL
+// client's INSERT IGNORE ... VALUES, or INSERT IGNORE ... SELECT (its rows read first:
+// mysqlrowsource.go), runs a row at a time, in one transaction: each row sees the ones before
+// it, as MariaDB writes them. The AUTO_INCREMENT ids are InnoDB's for the whole statement
+// (idReservation), written into each row. The cost is a statement a row (two for a row left
+// out), for INSERT IGNORE only.
 
 // ignoreByRows runs client, a MySQL client's INSERT IGNORE, a row at a time when it needs to
 // (handled).
 func (s *session) ignoreByRows(ctx context.Context, client *query.Request) (query.Rows, bool, error) {
-	u, ai, hasAI, ok := s.rowsStatement(ctx, client, 2, false, "ignore", "into", "ignore")
+	if idsGiven(ctx) {
+		return nil, false, nil // a row of one run a row at a time
+	}
+	u, ai, hasAI, ok := s.rowsStatement(ctx, client, 1, true, "ignore", "into", "ignore")
 	if !ok {
 		return nil, false, nil
 	}
@@ -79,6 +82,7 @@ func (s *session) ignoreRows(ctx context.Context, client *query.Request, u *rowU
 	if err != nil {
 		return "", err
 	}
+	table := s.readIgnoreTable(ctx, u, ai.name) // mysqlignorewarn.go
 	var affected, firstGenerated, lastID int64
 	var warnings []mysqlengine.Warning
 	for r, row := range u.rows {
@@ -86,12 +90,19 @@ func (s *session) ignoreRows(ctx context.Context, client *query.Request, u *rowU
 		if err != nil {
 			return "", err
 		}
+		row, nulls := table.withDefaults(u, row)
+		warnings = append(warnings, nulls...)
 		n, notes, err := s.ignoreRow(ctx, client, u, row, ai, hasAI, generate[r], id)
 		if err != nil {
 			return "", err
 		}
 		ids.done(n > 0)
 		warnings = append(warnings, notes...)
+		if n == 0 {
+			if w, ok := s.duplicateWarning(ctx, client, u, row, &table, ai.name); ok {
+				warnings = append(warnings, w)
+			}
+		}
 		affected += n
 		// Without a generated id inserted, the OK packet carries the id of the last row read,
 		// inserted or not (the AUTO_INCREMENT field as the statement leaves it).

@@ -295,6 +295,9 @@ func (s *session) upsertByRows(ctx context.Context, client *query.Request) (quer
 	if sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "replace") {
 		return s.replaceByRows(ctx, client) // mysqlreplacerows.go
 	}
+	if !containsFold(client.SQL, "duplicate") {
+		return s.insertSelectByRows(ctx, client) // mysqlinsertselect.go
+	}
 	u, ok := readRowUpsert(client.SQL, client.Args)
 	if !ok || !isReferenced(ctx, s, u.db, u.table) && !nullableUnique(ctx, s.conn, u.db, u.table) {
 		return nil, false, nil
@@ -355,10 +358,12 @@ func (u *rowUpsert) fillColumns(ctx context.Context, s *session) bool {
 	return true
 }
 
-// maybeRowUpsert reports whether q may be such an upsert, or an INSERT IGNORE run a row at a
-// time (mysqlignorerows.go), from its text only.
+// maybeRowUpsert reports whether q may be such an upsert, an INSERT IGNORE run a row at a time
+// (mysqlignorerows.go) or an INSERT ... SELECT that gives the AUTO_INCREMENT column
+// (mysqlinsertselect.go), from its text only.
 func maybeRowUpsert(q *query.Request) bool {
-	return isMySQL(q) && ((containsFold(q.SQL, "duplicate") || containsFold(q.SQL, "ignore")) && sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "insert") ||
+	return isMySQL(q) && ((containsFold(q.SQL, "duplicate") || containsFold(q.SQL, "ignore") || containsFold(q.SQL, "select")) &&
+		sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "insert") ||
 		sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "replace"))
 }
 
