@@ -11,6 +11,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/capacity"
 	"github.com/queryflux/queryflux/internal/daemontest"
+	"github.com/queryflux/queryflux/internal/testlong"
 	"github.com/queryflux/queryflux/node/controlplane"
 	"github.com/queryflux/queryflux/node/workerapi"
 )
@@ -34,6 +35,7 @@ func TestAWorkerSendingWhatItShouldNotChangesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-daemon test skipped in -short mode")
 	}
+	testlong.Skip(t, "internal/netlimit.TestBodyTimeout")
 	db := migratedDatabase(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, `  limits: {handshakeTimeoutSecs: 1, messageTimeoutSecs: 1}
@@ -44,22 +46,8 @@ clusterGroups:
   - {name: eu, members: [pg-eu]}
 routingFallback: eu
 `))
-	// Workers go stale only after a minute: the test beats by hand.
-	f.cp = daemontest.StartWith(t, daemontest.Options{}, "controlplane", "serve", "--config", f.cpConfig, "--allow-short-timeouts",
-		"--heartbeat-interval", "1s", "--stale-after", "60s", "--evict-grace", "60s")
-	daemontest.Eventually(t, 15*time.Second, "control plane /health", func() bool {
-		code, _, _ := daemontest.Call("GET", "http://"+f.apiAddr+"/health", "", "", nil)
-		return code == 200
-	})
-	register := func(name string) string {
-		code, _, body := f.post(workerapi.PathRegister, workerSecret, workerapi.MediaWorkerRegister, fmt.Sprintf(`{"name":%q,"version":"1","labels":{"zone":"eu"}}`, name))
-		var resp workerapi.RegisterResponse
-		if code != 200 || json.Unmarshal(body, &resp) != nil {
-			t.Fatalf("register %s: %d %s", name, code, body)
-		}
-		return resp.Token
-	}
-	rogue, other := register("rogue"), register("other")
+	f.startPatientControlPlane()
+	rogue, other := f.register("rogue", `{"zone":"eu"}`), f.register("other", `{"zone":"eu"}`)
 	daemontest.Eventually(t, 15*time.Second, "pg-eu's limits known", func() bool {
 		code, _, _ := f.post(capacity.PathAcquire, other, capacity.MediaJSON, `{"cluster":"pg-eu","ttlMillis":1}`)
 		return code == 200
@@ -277,4 +265,30 @@ routingFallback: eu
 	if len(got) != 2 || got[victim.ID] != "other" {
 		t.Errorf("after rogue's dribbled acquire: leases %v, want the victim's two", got)
 	}
+}
+
+// startPatientControlPlane starts the control plane of f.cpConfig with workers going stale only
+// after a minute (a test that beats by hand), and waits for it to answer.
+func (f *fleet) startPatientControlPlane() {
+	f.cp = daemontest.StartWith(f.t, daemontest.Options{}, "controlplane", "serve", "--config", f.cpConfig, "--allow-short-timeouts",
+		"--heartbeat-interval", "1s", "--stale-after", "60s", "--evict-grace", "60s")
+	daemontest.Eventually(f.t, 15*time.Second, "control plane /health", func() bool {
+		code, _, _ := daemontest.Call("GET", "http://"+f.apiAddr+"/health", "", "", nil)
+		return code == 200
+	})
+}
+
+// register registers a worker named name with labels (a JSON object, "" for none) and returns
+// its session token.
+func (f *fleet) register(name, labels string) string {
+	f.t.Helper()
+	if labels == "" {
+		labels = "{}"
+	}
+	code, _, body := f.post(workerapi.PathRegister, workerSecret, workerapi.MediaWorkerRegister, fmt.Sprintf(`{"name":%q,"version":"1","labels":%s}`, name, labels))
+	var resp workerapi.RegisterResponse
+	if code != 200 || json.Unmarshal(body, &resp) != nil {
+		f.t.Fatalf("register %s: %d %s", name, code, body)
+	}
+	return resp.Token
 }
