@@ -546,7 +546,11 @@ func (c *Core) routeInto(ctx context.Context, req *query.Request, relay bool, r 
 		return false, nil
 	}
 	id := c.newID()
-	dec, hit := memo.decided(rt, req)
+	var dec Decision
+	hit := false
+	if memo != nil && rt.keepRoutes {
+		dec, hit = memo.decided(rt, req)
+	}
 	if !hit {
 		dec = rt.Route(req)
 	}

@@ -35,7 +35,8 @@ func sessionOnly(routers []Router) bool {
 // (OpenWireInto): the session's next transaction, routed again by the runtime that decided it
 // (a config change makes another runtime) with the same session inputs, takes it instead of
 // asking the routers, whose header and tag routers format their reasons (and match patterns)
-// every time. Only under a runtime whose routers are sessionOnly.
+// every time. Only under a runtime whose routers are sessionOnly and not all by protocol
+// (Runtime.keepRoutes).
 type routeMemo struct {
 	rt                       *Runtime
 	protocol, user, database string
@@ -53,12 +54,8 @@ func (m *routeMemo) decided(rt *Runtime, req *query.Request) (Decision, bool) {
 	return m.dec, true
 }
 
-// keep makes dec, rt's decision for req, the memo's, when rt's routers are sessionOnly.
+// keep makes dec, rt's decision for req, the memo's (rt.keepRoutes).
 func (m *routeMemo) keep(rt *Runtime, req *query.Request, dec Decision) {
-	if !rt.sessionRoutes {
-		m.rt = nil
-		return
-	}
 	if dec.g == nil {
 		dec.g = rt.groups[dec.Group] // as checkRouted looks it up: rt's, for as long as the memo holds
 	}

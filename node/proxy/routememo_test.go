@@ -28,14 +28,7 @@ func TestSessionRouteFollowsTheConfig(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("OpenWireInto: %v %v", ok, err)
 		}
-		r, ok, err := w.Session.(relayer).BeginRelay(t.Context(), q)
-		if err != nil || !ok {
-			t.Fatalf("BeginRelay: %v %v", ok, err)
-		}
-		if err := r.Finish(1, 10, nil); err != nil {
-			t.Fatal(err)
-		}
-		_ = w.Session.Close()
+		relayOneAndClose(t, t.Context(), w, q)
 		last = w
 		return w.Group
 	}

@@ -100,7 +100,7 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		// and the settled slot it keeps is the memory admit hands the guard for the next.
 		ws.cs, ws.w = coreSession{}, Wire{}
 	}
-	if !r.memoHit || ws.memo.rt != r.rt { // a new session memory has none yet
+	if r.rt.keepRoutes && (!r.memoHit || ws.memo.rt != r.rt) { // a new session memory has none yet
 		ws.memo.keep(r.rt, q, r.dec)
 	}
 	adm, err := c.admit(actx, q, &r, &ws.adm)
