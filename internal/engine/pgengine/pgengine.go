@@ -327,6 +327,9 @@ func (s *session) Close() error {
 }
 
 func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ query.Rows, err error) {
+	if q.Protocol == query.ProtocolMySQL {
+		defer func() { err = e.mysqlError(ctx, q, err) }() // MariaDB's words (mysqlerrors.go)
+	}
 	args := make([]any, 0, len(q.Args)+2)
 	args = append(args, binaryOIDs)
 	if len(q.Args) == 0 {
