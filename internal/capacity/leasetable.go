@@ -30,8 +30,11 @@ type leaseTable struct {
 	// per statement without looking the cluster's name up (heldOf reads a count).
 	held  map[string]*int
 	local map[string]int // slots granted without a lease (onUnavailable: localLimits)
-	queue []queuedRelease
-	full  bool // the release queue hit its bound (reported once until it has room again)
+	// localN is local's sum: while it is 0 (no localLimits slot anywhere), an idle take need not
+	// look its cluster's local count up by name.
+	localN int
+	queue  []queuedRelease
+	full   bool // the release queue hit its bound (reported once until it has room again)
 	// pending counts, per cluster, releases queued or in flight: the control plane still counts
 	// those leases, so an acquire that they would push over the cap is denied without asking.
 	pending map[string]int
@@ -168,7 +171,11 @@ type clusterCheck struct {
 	reuseTill time.Time // at + leaseReuseWindow (uncontendedAt, twice per leased statement)
 	contended bool
 	idle      *[]idleLease // leaseTable.idle's entry of the cluster (nil: none)
-	reused    bool         // a lease was taken from idle since the last renewal of the cluster was sent
+	// held is leaseTable.held's entry of the cluster once an idle take looked it up (nil: not
+	// known), cleared where the entry is deleted (dropHeld): an idle take per statement then
+	// looks the cluster's name up once, for its check.
+	held   *int
+	reused bool // a lease was taken from idle since the last renewal of the cluster was sent
 	// watchedUntil: a watch of the cluster is in flight, and until then its answer, at once
 	// on contention, would have come back (its wait and leaseReuseWindow from when it was
 	// sent): no answer yet means uncontended.
@@ -450,6 +457,7 @@ func (t *leaseTable) admitLocal(cluster string, limit int) bool {
 		return false
 	}
 	t.local[cluster]++
+	t.localN++
 	if leased+t.local[cluster] > limit {
 		violated("%q holds %d leased and %d local slots over its cap %d", cluster, leased, t.local[cluster], limit)
 	}
@@ -458,6 +466,9 @@ func (t *leaseTable) admitLocal(cluster string, limit int) bool {
 
 // releaseLocal gives back a slot admitLocal granted.
 func (t *leaseTable) releaseLocal(cluster string) {
+	if n := t.local[cluster]; n > 0 {
+		t.localN--
+	}
 	t.local[cluster] = nonNegative(t.local[cluster]-1, "local running count", cluster)
 }
 
@@ -528,7 +539,7 @@ func (t *leaseTable) release(s *slotState, now time.Time) effects {
 		return effects{wakeReaper: t.reaperAt.IsZero(), wakeFreed: true, watch: t.unwatched(c, now)}
 	}
 	if *hp = held; held == 0 {
-		delete(t.held, c)
+		t.dropHeld(c, ch)
 	}
 	// Even a fenced lease is released: the control plane may still hold it (one-way partition).
 	return t.queueRelease(s.hl)
@@ -672,7 +683,14 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 	}
 	kept := ch.idle
 	list := *kept
-	local, hp, held := t.local[cluster], t.held[cluster], 0
+	local, hp, held := 0, ch.held, 0
+	if t.localN > 0 {
+		local = t.local[cluster]
+	}
+	if hp == nil {
+		hp = t.held[cluster]
+		ch.held = hp
+	}
 	if hp != nil {
 		held = *hp
 	}
@@ -700,6 +718,7 @@ func (t *leaseTable) takeIdle(cluster string, limit int, affinity uint64, now ti
 		}
 		if hp == nil {
 			hp = t.heldCount(cluster)
+			ch.held = hp
 		}
 		s = t.addSlotHeld(into, il.hl, affinity, hp)
 		s.check = ch
@@ -758,7 +777,16 @@ func (t *leaseTable) releaseIdle(cluster string) effects {
 // (release keeps the count at 0 while its lease idles).
 func (t *leaseTable) forgetIfUnheld(cluster string) {
 	if t.heldOf(cluster) == 0 {
-		delete(t.held, cluster)
+		t.dropHeld(cluster, t.checks[cluster])
+	}
+}
+
+// dropHeld deletes cluster's held count, and its check's (ch: the cluster's, nil for none)
+// pointer to it: a count made again later is another.
+func (t *leaseTable) dropHeld(cluster string, ch *clusterCheck) {
+	delete(t.held, cluster)
+	if ch != nil {
+		ch.held = nil
 	}
 }
 

@@ -284,10 +284,17 @@ func (m *tableModel) check(rt *rapid.T) {
 				rt.Fatalf("%s: the table counts %d %s, it has %d", c, n.table, n.what, n.is)
 			}
 		}
+		// An idle take reads the held count through the check's pointer: the map's entry or none.
+		if ch := t.checks[c]; ch != nil && ch.held != nil && ch.held != t.held[c] {
+			rt.Fatalf("%s: the check's held count (%d) is not the table's", c, *ch.held)
+		}
 		// Releases dropped as expired leave pending; no other way out.
 		if t.pending[c] != pending[c] {
 			rt.Fatalf("%s: the table counts %d pending releases, %d are queued or in flight", c, t.pending[c], pending[c])
 		}
+	}
+	if t.localN != len(m.locals) {
+		rt.Fatalf("the table's localN is %d, the driver holds %d local slots", t.localN, len(m.locals))
 	}
 	if len(t.live) != len(m.slots) || t.idleN != idleN {
 		rt.Fatalf("the table has %d live slots and idleN %d; the driver holds %d slots, %d idle", len(t.live), t.idleN, len(m.slots), idleN)

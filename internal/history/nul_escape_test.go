@@ -139,3 +139,36 @@ func TestIngestEscapesANULInFreeText(t *testing.T) {
 		t.Fatalf("stored %+v, want each NUL of the free text as \u2400", got)
 	}
 }
+
+// TestEscapeKeyNULByTheWord: keys of any length, with NULs, U+2400 and its bytes alone at any
+// place (the word-wide check reads eight bytes at a time, then the rest one by one), escape as
+// the byte-by-byte rule says, and a key with neither NUL nor U+2400 is kept as it is.
+func TestEscapeKeyNULByTheWord(t *testing.T) {
+	key := rapid.SliceOfN(rapid.SampledFrom([]string{"a", "Z", "0", "\x00", "\u2400", "\xe2", "\x90", "\x80", "\xff", "\x01"}), 0, 40)
+	rapid.Check(t, func(rt *rapid.T) {
+		s := strings.Join(key.Draw(rt, "key"), "")
+		var want strings.Builder
+		for i := 0; i < len(s); i++ {
+			switch {
+			case s[i] == 0:
+				want.WriteString("\u24000")
+			case strings.HasPrefix(s[i:], "\u2400"):
+				want.WriteString("\u2400\u2400")
+				i += 2
+			default:
+				want.WriteByte(s[i])
+			}
+		}
+		if got := EscapeKeyNUL(s); got != want.String() {
+			rt.Fatalf("EscapeKeyNUL(%q) = %q, want %q", s, got, want.String())
+		}
+		if plain := strings.IndexByte(s, 0) < 0 && strings.IndexByte(s, 0xe2) < 0; keyPlain(s) != plain {
+			rt.Fatalf("keyPlain(%q) = %v, want %v", s, !plain, plain)
+		}
+		r := Record{QueryID: s, Worker: "w", User: s, Protocol: "postgres", Group: "g", Cluster: s}
+		escapeKeysNUL(&r)
+		if r.QueryID != want.String() || r.User != want.String() || r.Cluster != want.String() || r.Worker != "w" {
+			rt.Fatalf("escapeKeysNUL of %q: %+v", s, r)
+		}
+	})
+}

@@ -31,6 +31,13 @@ func TestFinishWritesEveryRecordField(t *testing.T) {
 	checkWritesEveryField(t, "core.go", "Finish", "rec", reflect.TypeOf(Record{}))
 }
 
+// coreSession.record writes a relayed statement's record (the session admission's own, reused)
+// field by field: a field added to Record and not written there would carry the last
+// statement's value into the next one's record.
+func TestSessionRecordWritesEveryRecordField(t *testing.T) {
+	checkWritesEveryField(t, "session.go", "record", "rec", reflect.TypeOf(Record{}))
+}
+
 // checkWritesEveryField fails unless function fn of file assigns every field of typ (but
 // those skipped) through the variable named v.
 func checkWritesEveryField(t *testing.T, file, fn, v string, typ reflect.Type, skipped ...string) {

@@ -376,12 +376,14 @@ func (s *coreSession) report(id string, q *query.Request, start time.Time, trace
 func (s *coreSession) record(rec *Record, path, id string, q *query.Request, t statementTimes, trace []TraceStep, rows, bytes int64, err error) error {
 	c, a := s.adm.core, s.adm
 	end := c.env.Now()
-	*rec = baseRecord(id, q, t.from, end, trace)
-	rec.Group, rec.Cluster = a.Group, a.Cluster
-	rec.QueueMs = millis(t.queued)
-	rec.ExecMs = millis(end.Sub(t.ran))
-	rec.Rows, rec.Bytes = rows, bytes
-	rec.Status = statusOf(err)
+	// Every field written in its place, as Admission.Finish does: the relayed statement's
+	// record is the admission's own (reused), and a Record literal is built aside and copied
+	// (TestSessionRecordWritesEveryRecordField).
+	rec.QueryID, rec.User, rec.Protocol, rec.Database = id, q.User, q.Protocol, q.Database
+	rec.Group, rec.Cluster, rec.SQL, rec.Shape = a.Group, a.Cluster, q.SQL, q.Shape
+	rec.Status, rec.ErrorCode, rec.Error = statusOf(err), "", ""
+	rec.QueueMs, rec.ExecMs, rec.Rows, rec.Bytes = millis(t.queued), millis(end.Sub(t.ran)), rows, bytes
+	rec.CacheHit, rec.Trace, rec.Start, rec.End = false, trace, t.from, end
 	fillError(rec, err)
 	c.countPath(path)
 	c.metrics.finished(a.series, rec.Status, rec.ErrorCode, end.Sub(t.from).Seconds())

@@ -126,7 +126,7 @@ func (s *session) executeStatement(ctx context.Context, q *query.Request) (query
 		s.fail()
 		return nil, err
 	}
-	q, err = compatRequest(q, s.e.reopen.database)
+	q, err = compatRequest(s.withLocalTimeouts(q), s.e.reopen.database)
 	if err != nil {
 		s.fail()
 		return nil, err

@@ -3,7 +3,9 @@ package duckengine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,4 +145,29 @@ func (s *session) timed(ctx context.Context, q *query.Request) (context.Context,
 		return withTimeout(ctx, q)
 	}
 	return timeoutCtx(ctx, *s.localTimeout)
+}
+
+// withLocalTimeouts is q as SHOW and current_setting read it (sessionSetting): its startup
+// options followed by the transaction's SET LOCAL timeouts, which override them as a later
+// option does an earlier one; q itself when the transaction set none. The options it gives
+// are the values the session applies anyway (timed, lockTimeoutOf, deadlockTimeoutOf).
+func (s *session) withLocalTimeouts(q *query.Request) *query.Request {
+	if q.Protocol != query.ProtocolPostgres || s.localTimeout == nil && s.localLockTimeout == nil && s.localDeadlockTimeout == nil {
+		return q
+	}
+	opts := q.Headers[optionsHeader]
+	for _, l := range []struct {
+		name string
+		d    *time.Duration
+	}{{"statement_timeout", s.localTimeout}, {"lock_timeout", s.localLockTimeout}, {"deadlock_timeout", s.localDeadlockTimeout}} {
+		if l.d != nil {
+			opts += " -c " + l.name + "=" + strconv.FormatInt(l.d.Milliseconds(), 10)
+		}
+	}
+	headers := make(map[string]string, len(q.Headers)+1)
+	maps.Copy(headers, q.Headers)
+	headers[optionsHeader] = strings.TrimSpace(opts)
+	c := *q
+	c.Headers = headers
+	return &c
 }

@@ -79,10 +79,7 @@ func (pgCatalog) Keys(db, table string) string {
 // MariaDB leaves out.
 func (pgCatalog) OtherKeys(db, table string) string {
 	reg := regclass(db, table)
-	action := func(col, verb string) string {
-		return `CASE ` + col + ` WHEN 'c' THEN ' ON ` + verb + ` CASCADE' WHEN 'n' THEN ' ON ` + verb + ` SET NULL' ` +
-			`WHEN 'd' THEN ' ON ` + verb + ` SET DEFAULT' ELSE '' END`
-	}
+	action := fkAction
 	pgNamed := pgDefaultName("c.conname", "c.conrelid", "_fkey")
 	return `SELECT 'KEY' AS kind, ` + keyName("_idx") + ` AS name, ` + indexColumns + ` AS cols, NULL AS refs, ` +
 		`1000000000000 + i.indexrelid::bigint AS pos FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid ` +
@@ -111,6 +108,13 @@ func (pgCatalog) TableOptions(db, table string) string {
 		`WHERE d.classid = 'pg_class'::regclass AND d.refobjid = ` + regclass(db, table) + ` AND d.deptype IN ('a', 'i'))`
 	return `SELECT ' ENGINE=InnoDB' || coalesce(' AUTO_INCREMENT=' || CASE WHEN next > 1 THEN next END, '') || ` +
 		`' DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci' AS options FROM (SELECT ` + next + ` AS next) AS n`
+}
+
+// fkAction is MariaDB's words for a foreign key's action (pg_constraint's column col) on verb
+// (DELETE, UPDATE): none for NO ACTION and RESTRICT, which MariaDB leaves out.
+func fkAction(col, verb string) string {
+	return `CASE ` + col + ` WHEN 'c' THEN ' ON ` + verb + ` CASCADE' WHEN 'n' THEN ' ON ` + verb + ` SET NULL' ` +
+		`WHEN 'd' THEN ' ON ` + verb + ` SET DEFAULT' ELSE '' END`
 }
 
 // indexColumns are the key columns of the index i, `quoted` and joined by commas.

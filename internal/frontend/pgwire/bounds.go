@@ -3,8 +3,10 @@ package pgwire
 import (
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/queryflux/queryflux/internal/engine"
 	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/query"
 	"github.com/queryflux/queryflux/internal/sqlstate"
@@ -73,6 +75,44 @@ func (c *conn) keepStmt(name string, st *preparedStmt) error {
 
 func stmtHeld(name, sql string, params int) int {
 	return heldOverheadBytes + len(name) + len(sql) + 4*params
+}
+
+// heldFieldBytes stands for a column's or parameter's own memory in a description, its name
+// and metadata aside.
+const heldFieldBytes = 64
+
+// holdSchema counts the columns (or parameters) fields that the kept statement st now holds
+// (its Describe's, its first run's: resultChanged) against the budget; a statement that is not
+// kept (a simple Query's) holds them only while it runs. Refused, st keeps nothing new: the
+// caller leaves the schema unset.
+func (c *conn) holdSchema(st *preparedStmt, fields []arrow.Field) error {
+	if st.held == 0 || len(fields) == 0 {
+		return nil
+	}
+	n := 0
+	for _, f := range fields {
+		n += heldFieldBytes + len(f.Name)
+		for i, k := range f.Metadata.Keys() {
+			n += len(k) + len(f.Metadata.Values()[i])
+		}
+	}
+	if err := c.takeHeld(n); err != nil {
+		return err
+	}
+	st.held += n
+	return nil
+}
+
+// descFields is every field of d: its parameters and its columns.
+func descFields(d *engine.Description) []arrow.Field {
+	if d == nil {
+		return nil
+	}
+	fields := d.Params
+	if d.Schema != nil {
+		fields = append(fields[:len(fields):len(fields)], d.Schema.Fields()...)
+	}
+	return fields
 }
 
 // checkParse refuses, before any work on it, a Parse whose statement could not be kept (the

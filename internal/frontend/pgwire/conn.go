@@ -57,7 +57,10 @@ type conn struct {
 	setup       *string                 // setupSQL's answer, built on first use
 	clientAddr  string                  // RemoteAddr, built on first use
 	sequences   *query.SessionSequences // the session's currval and lastval, made on first use
-	timeZone    string                  // the TimeZone the client was last told (query.Request.TimeZone)
+	timeZone    string                  // the session's TimeZone now (query.Request.TimeZone; txzone.go)
+	zoneSent    string                  // the TimeZone the client was last told (ParameterStatus)
+	loginZone   string                  // the TimeZone reported at login: what RESET sets back
+	zones       *zoneTx                 // the open transaction's TimeZone changes, if any (txzone.go)
 
 	session engine.Session // pinned engine connection while a transaction is open, else nil
 	wire    *wireState     // the engine connection the client's messages are forwarded to (forward.go)
@@ -269,6 +272,7 @@ func (c *conn) answerSSL() error {
 func (c *conn) sendWelcome() {
 	c.be.Send(&pgproto3.AuthenticationOk{})
 	c.timeZone = c.loginTimeZone()
+	c.zoneSent, c.loginZone = c.timeZone, c.timeZone
 	params := slices.Concat([][2]string{{"server_version", c.srv.opts.ServerVersion}}, engine.PostgresLoginSettings, [][2]string{
 		{"TimeZone", c.timeZone},
 		{"session_authorization", c.user},

@@ -139,6 +139,9 @@ func (c *conn) startPortal(p *portal) error {
 	} else if ok {
 		req.CopyOut, p.copyOut = true, &cp
 	}
+	// A COMMIT of a transaction that did not fail keeps its plain SET TIME ZONE (txzone.go).
+	committing := c.zones != nil && c.session != nil && c.session.TxStatus() == 'T' &&
+		sqltok.FirstKeywordIs(p.stmt.sql, sqltok.Postgres, "commit", "end")
 	c.beginRun(p.cancel)
 	if src == nil {
 		unwatch = c.watchSlow(p.cancel)
@@ -146,6 +149,9 @@ func (c *conn) startPortal(p *portal) error {
 	rows, err := execute(p.ctx, req)
 	unwatch()
 	c.endRun()
+	if err == nil && c.zones != nil {
+		c.zoneStatement(p.stmt.sql, committing)
+	}
 	if src != nil {
 		if ferr := src.finish(); ferr != nil {
 			if rows != nil {
@@ -157,10 +163,19 @@ func (c *conn) startPortal(p *portal) error {
 	if err != nil {
 		return c.runError(err)
 	}
+	kept := p.stmt.result != nil
 	if err := resultChanged(p.stmt, rows.Schema()); err != nil {
 		_ = rows.Close()
 		c.failTx()
 		return err
+	}
+	if !kept && p.stmt.result != nil {
+		if err := c.holdSchema(p.stmt, p.stmt.result.Fields()); err != nil {
+			p.stmt.result = nil
+			_ = rows.Close()
+			c.failTx()
+			return err
+		}
 	}
 	p.rows = rows
 	if schema := rows.Schema(); schema != nil {
@@ -288,6 +303,9 @@ func commandTag(p *portal, n int64) string {
 	tag := p.rows.Tag()
 	if tag == "" && p.rows.Schema() != nil {
 		tag = "SELECT " + strconv.FormatInt(p.sent, 10)
+	}
+	if strings.HasPrefix(tag, "SELECT ") && sqltok.FirstKeywordIs(p.stmt.sql, sqltok.Postgres, "show") {
+		return "SHOW" // an engine answers SHOW with a SELECT of the value (DuckDB)
 	}
 	if p.suspended && strings.HasPrefix(tag, "SELECT ") {
 		return "SELECT " + strconv.FormatInt(n, 10)
@@ -528,6 +546,21 @@ func (c *conn) describeStatement(st *preparedStmt) error {
 // learnTypes describes st once: its parameter types where the client left them unspecified
 // (0), and its columns.
 func (c *conn) learnTypes(st *preparedStmt) error {
+	if st.desc != nil {
+		return nil
+	}
+	if err := c.describeOnce(st); err != nil {
+		return err
+	}
+	if err := c.holdSchema(st, descFields(st.desc)); err != nil {
+		st.desc = nil
+		return err
+	}
+	return nil
+}
+
+// describeOnce sets st.desc: what a SET, a cursor statement or the engine says of st.
+func (c *conn) describeOnce(st *preparedStmt) error {
 	if st.desc == nil && startsWithSetOrReset(st.sql) {
 		// A SET or RESET answers no rows and takes no parameter, as PostgreSQL describes it; what
 		// it sets is checked when it runs (localStatement). An engine asked to describe it may not

@@ -28,7 +28,7 @@ func (c *conn) localStatement(sql string) (query.Rows, bool, error) {
 		return nil, false, nil // the hot path: no tokenizing for statements that are not SETs
 	}
 	st := parseSet(sql)
-	if clientStyles[st.name] != "" && st.scope != scopeTransaction {
+	if clientStyles[st.name] != "" {
 		tag := "SET"
 		if strings.EqualFold(firstWord(sql), "reset") {
 			tag = "RESET"
@@ -112,12 +112,18 @@ func (c *conn) openSessionFor(req *query.Request) error {
 // syncTxStatus reads the transaction status from the pinned session once its statements are
 // finished, and unpins it when the transaction is over.
 func (c *conn) syncTxStatus() {
+	defer c.reportZone()
 	if c.session == nil {
 		c.txStatus = 'I'
+		c.endZones()
 		return
 	}
 	c.txStatus = c.session.TxStatus()
+	if c.txStatus == 'E' {
+		c.failZones()
+	}
 	if c.txStatus == 'I' {
+		c.endZones()
 		c.closePortals() // the transaction's portals (JDBC's fetch-size cursors) end with it
 		_ = c.session.Close()
 		c.session = nil
@@ -174,6 +180,7 @@ const (
 // setStmt is what a SET or RESET statement changes.
 type setStmt struct {
 	scope setScope
+	local bool   // SET LOCAL (its scope is scopeDefault when it sets DEFAULT)
 	name  string // lower case as PostgreSQL folds it ("timezone" for SET TIME ZONE); "" for RESET
 	value string // the value as written; one string literal is unquoted
 }
@@ -193,7 +200,7 @@ func parseSet(sql string) setStmt {
 	st := setStmt{scope: scopeSession}
 	switch p.word(p.i) {
 	case "local":
-		st.scope = scopeTransaction
+		st.scope, st.local = scopeTransaction, true
 		p.i++
 	case "session":
 		p.i++

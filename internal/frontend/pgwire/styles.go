@@ -23,26 +23,38 @@ import (
 // clientStyles maps each such setting to the name PostgreSQL reports it under.
 var clientStyles = map[string]string{"timezone": "TimeZone", "datestyle": "DateStyle", "intervalstyle": "IntervalStyle"}
 
-// answerStyle answers a SET or RESET of one of clientStyles.
+// answerStyle answers a SET or RESET of one of clientStyles: SET LOCAL lasts the transaction
+// (txzone.go); outside one it changes nothing, with PostgreSQL's warning.
 func (c *conn) answerStyle(st setStmt, tag string) (query.Rows, bool, error) {
+	open, failed := c.inTx()
+	if failed {
+		return nil, true, errTxAborted
+	}
 	name := clientStyles[st.name]
 	var v string
 	var err error
 	switch st.name {
 	case "timezone":
-		v, err = utcZone(st)
+		v, err = utcZone(st, c.loginZone)
 	case "datestyle":
 		v, err = isoDateStyle(st)
 	default:
 		v, err = postgresIntervalStyle(st)
 	}
 	if err != nil {
+		if open {
+			c.failTx() // as any failed statement fails PostgreSQL's transaction
+		}
 		return nil, true, err
 	}
-	if st.name == "timezone" {
-		c.timeZone = v // what SHOW timezone answers on an engine that answers it itself
+	switch {
+	case st.local && !open:
+		c.warnSetLocal()
+	case st.name == "timezone":
+		c.setZone(v, st.local) // reported before ReadyForQuery (reportZone)
+	case !st.local: // a SET LOCAL of these leaves them as they are: the only value taken
+		c.be.Send(&pgproto3.ParameterStatus{Name: name, Value: v})
 	}
-	c.be.Send(&pgproto3.ParameterStatus{Name: name, Value: v})
 	return engine.TagRows(tag), true, nil
 }
 
@@ -52,11 +64,12 @@ var utcNames = []string{"UTC", "Etc/UTC", "UCT", "Etc/UCT", "GMT", "Etc/GMT", "G
 	"GMT-0", "Etc/GMT-0", "Greenwich", "Etc/Greenwich", "Universal", "Etc/Universal", "Zulu", "Etc/Zulu"}
 
 // utcZone is what PostgreSQL reports for st's time zone when it is UTC; another zone is
-// refused, an unknown one fails as in PostgreSQL.
-func utcZone(st setStmt) (string, error) {
+// refused, an unknown one fails as in PostgreSQL. RESET (DEFAULT, LOCAL) is the session's
+// zone at login, as PostgreSQL's RESET sets back the zone the session started with.
+func utcZone(st setStmt, login string) (string, error) {
 	v := st.value
 	if st.scope == scopeDefault || strings.EqualFold(v, "local") {
-		return "UTC", nil // what this frontend reports at login
+		return login, nil
 	}
 	for _, n := range utcNames {
 		if strings.EqualFold(v, n) {
