@@ -15,8 +15,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queryflux/queryflux/internal/daemontest"
+	"github.com/queryflux/queryflux/internal/forward"
 	"github.com/queryflux/queryflux/internal/pgtest"
 	"github.com/queryflux/queryflux/internal/policy"
+	nodeworker "github.com/queryflux/queryflux/node/worker"
 )
 
 // Recognisable secrets, each configured in one of the ways a secret can be: a literal in an
@@ -56,7 +58,7 @@ func (s *scanned) call(t *testing.T, method, url, token, body string) (int, stri
 
 // TestSecretsNeverShown starts a control plane (configuration in Postgres), a worker and a
 // standalone node with recognisable secrets configured every way one can be, exercises the
-// admin API, /metrics, /worker/status, queries that fail on a bad engine password and on an
+// admin API, /metrics, /worker/status and the worker's other ops pages, queries that fail on a bad engine password and on an
 // unreachable engine, and then requires that no secret appears in any answer, client error or
 // log line.
 func TestSecretsNeverShown(t *testing.T) {
@@ -229,6 +231,16 @@ settings: {security: {trustLoopback: true}}
 	for _, path := range []string{"/worker/status", "/metrics", "/health", "/readyz"} {
 		s.call(t, "GET", "http://"+wOps+path, "", "")
 	}
+	// The worker's other ops pages: the peer copy of its snapshot (sealed, even to a holder of
+	// the worker secret), asked with no token, a wrong one and the secret; a forwarded query
+	// that is not one; a page that does not exist.
+	for _, token := range []string{"", "not-the-secret", scanWorkerSecret} {
+		if code, _ := s.call(t, "GET", "http://"+wOps+nodeworker.PathPeerConfig, token, ""); (code == 200) != (token == scanWorkerSecret) {
+			t.Errorf("the peer copy asked with token %q: %d", token, code)
+		}
+		s.call(t, "POST", "http://"+wOps+forward.PathQuery, token, `{"sql":"select 1","user":"alice"`)
+	}
+	s.call(t, "GET", "http://"+wOps+"/worker/nothing-here", "", "")
 	// The CLI: history lists the stored edit; rolling back to it (by id) serves it again;
 	// a rollback that would remove every cluster, or name an engine that cannot be opened, needs
 	// --force.

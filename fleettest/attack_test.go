@@ -31,22 +31,9 @@ func TestOneWorkerCannotHoldTheControlPlanesConnections(t *testing.T) {
 	db := migratedDatabase(t)
 	f := &fleet{t: t, apiAddr: daemontest.FreeAddr(t)}
 	f.cpConfig = daemontest.WriteFile(t, "cp.yaml", f.controlPlaneYAML(db, "  limits: {maxConnections: 40}\n"))
-	// Heartbeats are checked by hand here: workers go stale only after a minute.
-	f.cp = daemontest.StartWith(t, daemontest.Options{}, "controlplane", "serve", "--config", f.cpConfig, "--allow-short-timeouts",
-		"--heartbeat-interval", "1s", "--stale-after", "60s", "--evict-grace", "60s")
-	daemontest.Eventually(t, 15*time.Second, "control plane /health", func() bool {
-		code, _, _ := daemontest.Call("GET", "http://"+f.apiAddr+"/health", "", "", nil)
-		return code == 200
-	})
-	register := func(name string) string {
-		code, _, body := f.post(workerapi.PathRegister, workerSecret, workerapi.MediaWorkerRegister, fmt.Sprintf(`{"name":%q,"version":"1"}`, name))
-		var resp workerapi.RegisterResponse
-		if code != 200 || json.Unmarshal(body, &resp) != nil {
-			t.Fatalf("register %s: %d %s", name, code, body)
-		}
-		return resp.Token
-	}
-	hog, victim := register("hog"), register("victim")
+	// Heartbeats are checked by hand here.
+	f.startPatientControlPlane()
+	hog, victim := f.register("hog", ""), f.register("victim", "")
 	// The victim dials anew for every heartbeat (a pooled connection would slip past the limit).
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	seq := 0

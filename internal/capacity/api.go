@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -842,4 +843,12 @@ func notNegative(limit, ttlMillis, waitMillis int64) error {
 	return nil
 }
 
-func millis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+// millis is ms milliseconds; past time.Duration's range it is the longest Duration (the
+// caller's bound applies), never a product wrapped round to a short or negative one (a TTL
+// asked as 18446744073710 ms was granted for 0.45 ms).
+func millis(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}

@@ -106,8 +106,9 @@ func MessageTimeoutError(timeout time.Duration) error {
 
 // BodyTimeout gives every request body of h timeout to arrive whole, counted from when the
 // handler starts: a client sending a body slowly, or half of one, gets a read error
-// (os.ErrDeadlineExceeded) in the handler instead of holding the connection. Requests without
-// a body, and the time after a body ended (a long poll), are not bounded.
+// (os.ErrDeadlineExceeded) in the handler, and its connection closes once answered, instead of
+// holding the connection. Requests without a body, and the time after a body ended (a long
+// poll), are not bounded.
 func BodyTimeout(h http.Handler, timeout time.Duration) http.Handler {
 	if timeout <= 0 {
 		timeout = MessageTimeoutDefault
@@ -123,8 +124,12 @@ func BodyTimeout(h http.Handler, timeout time.Duration) http.Handler {
 	})
 }
 
-// timedBody lifts the body's deadline once the body ended (or failed), so that net/http's
-// watch for the client going away, which reads on after the body, is not cut short.
+// timedBody lifts the body's deadline once the body ended, so that net/http's watch for the
+// client going away, which reads on after the body, is not cut short. A body that failed (its
+// deadline passed, the client went) keeps it: net/http reads what is left of a body before it
+// answers, to reuse the connection, and with the deadline lifted a client that stopped half-way
+// held the connection and its handler for ever; with it kept, that read fails and the
+// connection closes once answered.
 type timedBody struct {
 	io.ReadCloser
 	rc    *http.ResponseController
@@ -133,7 +138,7 @@ type timedBody struct {
 
 func (b *timedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.ended {
+	if err == io.EOF && !b.ended {
 		b.ended = true
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}

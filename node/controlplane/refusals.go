@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/refusallog"
 )
 
@@ -78,7 +79,7 @@ func (cp *ControlPlane) logRefusal(line refusallog.Line[refusalKind]) {
 		attrs = append(attrs, "names", quotedNames(line.Names, line.Count))
 	}
 	if line.Err != nil {
-		attrs = append(attrs, "err", line.Err.Error())
+		attrs = append(attrs, "err", redact.Error(line.Err))
 	}
 	attrs = append(attrs, "nextLineAfter", refusallog.DefaultEvery)
 	cp.e.Logger().Warn(k.msg, attrs...)

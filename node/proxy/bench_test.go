@@ -105,6 +105,12 @@ func BenchmarkCacheHit(b *testing.B) {
 // between transactions, as while the worker has its cluster to itself): the worker's share.
 func BenchmarkWireTransaction(b *testing.B) {
 	b.Run("local", func(b *testing.B) { wireTransactions(b, nil) })
+	// A client routed by its session's header (a header router and a tags router before the
+	// fallback), as a pgbench whose application_name names its group.
+	b.Run("local-header", func(b *testing.B) {
+		wireTransactions(b, nil, &TagsRouter{Rules: []TagRule{{Tags: []string{"batch"}, Group: "g"}}},
+			&HeaderRouter{Header: "application_name", ByValue: map[string]string{"pgbench": "g"}})
+	})
 	b.Run("leased", func(b *testing.B) {
 		e := env.Real(slog.New(slog.DiscardHandler))
 		g, err := capacity.NewLeaseGuard(capacity.GuardOptions{Env: e, Client: uncontended{capacity.NewMemory()}, Holder: "w"})
@@ -118,14 +124,17 @@ func BenchmarkWireTransaction(b *testing.B) {
 	})
 }
 
-func wireTransactions(b *testing.B, guard capacity.Guard) {
+func wireTransactions(b *testing.B, guard capacity.Guard, routers ...Router) {
 	core := New(Options{Env: env.Real(slog.New(slog.DiscardHandler)), OnFinish: func(*Record) {}, Guard: guard})
-	rt, err := NewRuntime(oneGroup(RoundRobin, 10, 0, cl("a", 100, &wireEngine{})))
+	spec := oneGroup(RoundRobin, 10, 0, cl("a", 100, &wireEngine{}))
+	spec.Routers = routers
+	rt, err := NewRuntime(spec)
 	if err != nil {
 		b.Fatal(err)
 	}
 	core.Activate(rt)
-	req := &query.Request{SQL: "select 1", User: "u", Protocol: query.ProtocolPostgres}
+	req := &query.Request{SQL: "select 1", User: "u", Protocol: query.ProtocolPostgres,
+		Headers: map[string]string{"application_name": "pgbench", "client_encoding": "UTF8"}}
 	ctx := NoWait(query.WithAffinity(context.Background(), 1))
 	var last *Wire
 	transaction := func(ctx context.Context) {

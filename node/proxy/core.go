@@ -516,6 +516,8 @@ type routed struct {
 	placement
 	id    string
 	start time.Time
+	// memoHit: the decision is the session's kept one (routeMemo), which need not be kept again
+	memoHit bool
 }
 
 // route pins the active runtime, gives the query its id, routes it and checks it (readOnly,
@@ -525,14 +527,15 @@ type routed struct {
 // before anything else, and the caller takes the Arrow path. The routed query is a value (the
 // caller's, not one more allocation per query).
 func (c *Core) route(ctx context.Context, req *query.Request, relay bool) (r routed, ok bool, err error) {
-	ok, err = c.routeInto(ctx, req, relay, &r)
+	ok, err = c.routeInto(ctx, req, relay, &r, nil)
 	return r, ok, err
 }
 
 // routeInto is route writing the routed query into r, which must be zero: for the relay paths,
 // where returning it whole (~100 bytes) cost ~50 instructions a statement. r is written only
-// when ok.
-func (c *Core) routeInto(ctx context.Context, req *query.Request, relay bool, r *routed) (ok bool, err error) {
+// when ok. memo (nil: none) is the client session's last decision, taken when it holds for req
+// under the active runtime (routed.memoHit).
+func (c *Core) routeInto(ctx context.Context, req *query.Request, relay bool, r *routed, memo *routeMemo) (ok bool, err error) {
 	start := c.env.Now()
 	rt, err := c.enter(ctx)
 	if err != nil {
@@ -543,12 +546,19 @@ func (c *Core) routeInto(ctx context.Context, req *query.Request, relay bool, r 
 		return false, nil
 	}
 	id := c.newID()
-	dec := rt.Route(req)
+	var dec Decision
+	hit := false
+	if memo != nil && rt.keepRoutes {
+		dec, hit = memo.decided(rt, req)
+	}
+	if !hit {
+		dec = rt.Route(req)
+	}
 	g, err := c.checkRouted(req, rt, dec)
 	if err != nil {
 		return false, c.refuse(rt, id, req, start, dec, err)
 	}
-	r.rt, r.dec, r.g, r.noWait = rt, dec, g, mustNotWait(ctx)
+	r.rt, r.dec, r.g, r.noWait, r.memoHit = rt, dec, g, mustNotWait(ctx), hit
 	r.id, r.start = id, start
 	return true, nil
 }
@@ -801,7 +811,7 @@ func (c *Core) tryMembers(ctx context.Context, g *group, take func(context.Conte
 			return nil, nil, ctx.Err()
 		default: // the guard's error names the control plane's URL: for the log only
 			h := query.CoordinationUnavailable(fmt.Errorf("capacity guard for cluster %s: %w", m.cluster.name, err))
-			c.env.Logger().Warn("capacity coordination unavailable; the client sees only its code", "cluster", m.cluster.name, "err", h)
+			c.env.Logger().Warn("capacity coordination unavailable; the client sees only its code", "cluster", m.cluster.name, "err", redact.Error(h))
 			return nil, nil, h
 		}
 	}

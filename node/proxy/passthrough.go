@@ -133,7 +133,7 @@ func (c *Core) AdmitPassthroughInto(ctx context.Context, req *query.Request, can
 		into = nil
 	}
 	var r routed
-	ok, err = c.routeInto(ctx, req, true, &r)
+	ok, err = c.routeInto(ctx, req, true, &r, nil)
 	if !ok {
 		return nil, false, err
 	}

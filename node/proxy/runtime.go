@@ -147,6 +147,10 @@ type Runtime struct {
 	// knows its group (Decision.g).
 	byProtocol    [len(protocols)]Decision
 	byProtocolSet bool
+	// keepRoutes: the routers decide by a session's inputs alone (sessionOnly), so that a
+	// session may keep its decision under this runtime (routeMemo), and not by the protocol
+	// alone (byProtocol decides at once then).
+	keepRoutes bool
 
 	// pins is twice the queries pinned to the runtime, plus one once it is retired: one word,
 	// so that a pin that finds it not retired counts itself before a retire can see no query
@@ -316,6 +320,7 @@ func NewRuntime(spec RuntimeSpec) (*Runtime, error) {
 	if spec.Fallback != "" && !rt.knownGroup(spec.Fallback) {
 		return nil, fmt.Errorf("routingFallback names unknown group %q", spec.Fallback)
 	}
+	rt.keepRoutes = sessionOnly(spec.Routers) && !protocolOnly(spec.Routers)
 	if protocolOnly(spec.Routers) {
 		for i, p := range protocols {
 			d := routeNamed(rt.routers, rt.rnames, rt.fallback, rt.knownGroup, &query.Request{Protocol: p})

@@ -62,7 +62,11 @@ func (c *Core) OpenWire(ctx context.Context, q *query.Request, owner uint64, set
 // cancel of its that may still come). Otherwise (spare nil or still reachable) it is OpenWire.
 func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64, setup string, spare *Wire) (w *Wire, ok bool, err error) {
 	var r routed
-	ok, err = c.routeInto(ctx, q, true, &r)
+	var memo *routeMemo // the client's last decision, in the memory of its last wire
+	if spare != nil && spare.s != nil {
+		memo = &spare.s.memo
+	}
+	ok, err = c.routeInto(ctx, q, true, &r, memo)
 	if !ok {
 		return nil, false, err
 	}
@@ -95,6 +99,9 @@ func (c *Core) OpenWireInto(ctx context.Context, q *query.Request, owner uint64,
 		// record, each written whole before it is read (TestAdmitWritesEveryFieldButTheRelay),
 		// and the settled slot it keeps is the memory admit hands the guard for the next.
 		ws.cs, ws.w = coreSession{}, Wire{}
+	}
+	if r.rt.keepRoutes && (!r.memoHit || ws.memo.rt != r.rt) { // a new session memory has none yet
+		ws.memo.keep(r.rt, q, r.dec)
 	}
 	adm, err := c.admit(actx, q, &r, &ws.adm)
 	if err != nil {
@@ -227,7 +234,8 @@ type wireSession struct {
 	adm  Admission
 	cs   coreSession
 	w    Wire
-	lose func() // cs.lose, for the slot's OnLost
+	lose func()    // cs.lose, for the slot's OnLost
+	memo routeMemo // the client's last routing decision: only its own OpenWireInto reads or writes it
 }
 
 func isWireOpener(e query.Engine) bool {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -28,14 +29,7 @@ func TestWireTransactionAllocationsReusingTheLastWire(t *testing.T) {
 		if w == last {
 			reused++
 		}
-		r, ok, err := w.Session.(relayer).BeginRelay(ctx, q)
-		if err != nil || !ok {
-			t.Fatalf("BeginRelay: %v %v", ok, err)
-		}
-		if err := r.Finish(1, 10, nil); err != nil {
-			t.Fatal(err)
-		}
-		_ = w.Session.Close()
+		relayOneAndClose(t, ctx, w, q)
 		last = w
 	}
 	tx()
@@ -44,6 +38,20 @@ func TestWireTransactionAllocationsReusingTheLastWire(t *testing.T) {
 	if reused < 100 || n > 1 {
 		t.Fatalf("%d of 101 transactions reused the last wire, %.1f allocations each; want all but the first, at most 1 (the ledger's entry)", reused, n)
 	}
+}
+
+// relayOneAndClose relays q on w's session as one statement (1 row) and closes the session, as
+// a transaction pool mode client's one-statement transaction.
+func relayOneAndClose(t testing.TB, ctx context.Context, w *Wire, q *query.Request) {
+	t.Helper()
+	r, ok, err := w.Session.(relayer).BeginRelay(ctx, q)
+	if err != nil || !ok {
+		t.Fatalf("BeginRelay: %v %v", ok, err)
+	}
+	if err := r.Finish(1, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Session.Close()
 }
 
 // A spare wire that something may still reach is never made over: one still open, one

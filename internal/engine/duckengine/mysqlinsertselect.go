@@ -49,7 +49,7 @@ func (s *session) insertSelectRows(ctx context.Context, client *query.Request, u
 		cols[j] = mysqlIdent(col)
 	}
 	head := "INSERT INTO " + u.tableText + " (" + strings.Join(cols, ", ") + ") VALUES "
-	var firstGenerated int64
+	var firstGenerated, lastID int64 // without a generated id, the OK packet carries the last row's
 	for start := 0; start < len(u.rows); start += insertSelectChunk {
 		var t stmtText
 		t.add(head)
@@ -59,6 +59,7 @@ func (s *session) insertSelectRows(ctx context.Context, client *query.Request, u
 				return "", err
 			}
 			ids.done(true)
+			lastID = id
 			if generate[r] && firstGenerated == 0 {
 				firstGenerated = id
 			}
@@ -92,5 +93,5 @@ func (s *session) insertSelectRows(ctx context.Context, client *query.Request, u
 	if firstGenerated != 0 {
 		return engine.TagRows("INSERT " + strconv.FormatInt(firstGenerated, 10) + " " + n), nil
 	}
-	return engine.TagRows("INSERT explicit:0 " + n), nil
+	return engine.TagRows("INSERT explicit:" + strconv.FormatInt(lastID, 10) + " " + n), nil
 }

@@ -289,6 +289,9 @@ func (s *session) upsertByRows(ctx context.Context, client *query.Request) (quer
 	if !maybeRowUpsert(client) || s.status == 'E' {
 		return nil, false, nil
 	}
+	if sqltok.FirstKeywordIs(client.SQL, sqltok.MySQL, "update") {
+		return s.updateIgnoreByRows(ctx, client) // mysqlupdateignore.go
+	}
 	if isInsertIgnore(client.SQL) {
 		return s.ignoreByRows(ctx, client) // mysqlignorerows.go
 	}
@@ -360,10 +363,11 @@ func (u *rowUpsert) fillColumns(ctx context.Context, s *session) bool {
 
 // maybeRowUpsert reports whether q may be such an upsert, an INSERT IGNORE run a row at a time
 // (mysqlignorerows.go) or an INSERT ... SELECT that gives the AUTO_INCREMENT column
-// (mysqlinsertselect.go), from its text only.
+// (mysqlinsertselect.go), or an UPDATE IGNORE (mysqlupdateignore.go), from its text only.
 func maybeRowUpsert(q *query.Request) bool {
 	return isMySQL(q) && ((containsFold(q.SQL, "duplicate") || containsFold(q.SQL, "ignore") || containsFold(q.SQL, "select")) &&
 		sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "insert") ||
+		containsFold(q.SQL, "ignore") && sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "update") ||
 		sqltok.FirstKeywordIs(q.SQL, sqltok.MySQL, "replace"))
 }
 

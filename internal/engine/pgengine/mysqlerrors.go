@@ -88,6 +88,10 @@ func (e *Engine) mariaDBError(ctx context.Context, q *query.Request, pe *pgconn.
 			return mariaRefusal{sqlstate.MySQLGeneralError, 1364, "Field '" + pe.ColumnName + "' doesn't have a default value"}, true
 		}
 		return mariaRefusal{sqlstate.IntegrityConstraintViolation, 1048, "Column '" + pe.ColumnName + "' cannot be null"}, true
+	case sqlstate.LockNotAvailable: // lock_timeout (innodb_lock_wait_timeout: mysqllockwait.go), NOWAIT
+		return mariaRefusal{sqlstate.MySQLGeneralError, 1205, "Lock wait timeout exceeded; try restarting transaction"}, true
+	case sqlstate.DeadlockDetected, sqlstate.SerializationFailure:
+		return mariaRefusal{sqlstate.SerializationFailure, 1213, "Deadlock found when trying to get lock; try restarting transaction"}, true
 	case sqlstate.ForeignKeyViolation:
 		r := mariaRefusal{sqlstate.IntegrityConstraintViolation, 1452, "Cannot add or update a child row"}
 		if strings.HasPrefix(pe.Message, "update or delete on table ") { // PostgreSQL's one state for a parent still referenced

@@ -225,7 +225,13 @@ func pgconnSQLMode(pc *pgconn.PgConn) string {
 // @@sql_mode, @@session.sql_mode and @@local.sql_mode the string mode (the connection's), and
 // @@global.sql_mode MariaDB's default; sqlText itself when it reads none.
 func withSQLModeReads(sqlText, mode string) string {
-	if !strings.Contains(sqlText, "@@") || !sqltok.ContainsFold(sqlText, "sql_mode") {
+	return withVariableReads(sqlText, "sql_mode", sqltok.StandardString(mode), sqltok.StandardString(mysqlmode.Default))
+}
+
+// withVariableReads is sqlText with each @@name, @@session.name and @@local.name the SQL
+// literal session, and @@global.name the literal global; sqlText itself when it reads none.
+func withVariableReads(sqlText, name, session, global string) string {
+	if !strings.Contains(sqlText, "@@") || !sqltok.ContainsFold(sqlText, name) {
 		return sqlText
 	}
 	toks := sqltok.SignificantTokens(sqlText, sqltok.Postgres)
@@ -235,18 +241,18 @@ func withSQLModeReads(sqlText, mode string) string {
 		if t.Kind != sqltok.Operator || !strings.HasSuffix(t.Text, "@@") {
 			continue
 		}
-		j, read := i+1, mode
+		j, read := i+1, session
 		if j+2 < len(toks) && toks[j+1].Text == "." && toks[j].IsWord("session", "local", "global") {
 			if toks[j].IsWord("global") {
-				read = mysqlmode.Default
+				read = global
 			}
 			j += 2
 		}
-		if j >= len(toks) || !toks[j].IsWord("sql_mode") {
+		if j >= len(toks) || !toks[j].IsWord(name) {
 			continue
 		}
 		b.WriteString(sqlText[at : t.Pos+len(t.Text)-2])
-		b.WriteString(sqltok.StandardString(read))
+		b.WriteString(read)
 		at = tokEnd(toks[j])
 	}
 	if at == 0 {

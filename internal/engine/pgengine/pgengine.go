@@ -319,6 +319,7 @@ func (s *session) TxStatus() byte {
 // Close returns the connection; pgxpool destroys one left inside a transaction.
 func (s *session) Close() error {
 	delete(s.conn.Conn().PgConn().CustomData(), sqlModeKey) // the client's sql_mode goes with it (mysqlsqlmode.go)
+	resetLockWait(s.conn.Conn().PgConn())                   // and its innodb_lock_wait_timeout (mysqllockwait.go)
 	if s.pathMoved {
 		s.conn.Conn().PgConn().CustomData()[searchPathKey] = pathUnknown // the next statement's retag sets it
 	}
@@ -356,6 +357,10 @@ func (e *Engine) execute(ctx context.Context, db querier, q *query.Request) (_ q
 			if modes, ok := mysqlSQLModeSet(sqlText); ok { // mysqlsqlmode.go
 				defer stop()
 				return setSQLMode(ctx, db, sqlText, modes, q.Args)
+			}
+			if value, global, ok := mysqlLockWaitSet(sqlText); ok { // mysqllockwait.go
+				defer stop()
+				return setLockWait(ctx, db, value, global, q.Args)
 			}
 			sqlText, insertID = e.mysqlSQL(ctx, db, q, sqlText)
 		}
@@ -509,6 +514,7 @@ func (e *Engine) mysqlSQL(ctx context.Context, db querier, q *query.Request, sql
 		order:     func(table string) []string { return e.notNull.order(ctx, db, table) }}
 	mode := connSQLMode(db)
 	sqlText = mysqlText(mysqlLastInsertID(sqlText, q.LastInsertID), mode, notNull) // MySQL's functions, NULLs sorted, as MariaDB's
+	sqlText = withLockWaitReads(sqlText, db)
 	sqlText, plan := mysqlInsertReturning(sqlText, notNull, q.Args, mode)
 	if plan != nil {
 		plan.raiseAhead(ctx, db)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/queryflux/queryflux/internal/heldmem"
 	"github.com/queryflux/queryflux/internal/netlimit"
+	"github.com/queryflux/queryflux/internal/redact"
 	"github.com/queryflux/queryflux/internal/sqlstate"
 )
 
@@ -22,7 +23,7 @@ func (c *conn) receiveFailed(err error) error {
 	switch {
 	case errors.As(err, &noRoom):
 		c.srv.refusals.WithLabelValues("pgwire", "in_flight_bytes").Inc()
-		c.srv.log.Info("pgwire: client message refused", "remote", c.nc.RemoteAddr().String(), "user", c.user, "reason", noRoom.Error())
+		c.srv.log.Info("pgwire: client message refused", "remote", c.nc.RemoteAddr().String(), "user", c.user, "reason", redact.Error(noRoom))
 		return c.fatal(sqlstate.OutOfMemory, "terminating connection: out of memory: "+noRoom.Error())
 	case errors.Is(err, netlimit.ErrMessageTimeout):
 		c.srv.refusals.WithLabelValues("pgwire", "message_timeout").Inc()
