@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queryflux/queryflux/internal/engine/mysqlengine"
 	"github.com/queryflux/queryflux/internal/mysqlcharset"
@@ -110,8 +111,8 @@ func localInClientCollation(f *mysql.Field, id uint8) {
 
 // clientError is the MySQL error a client sees for err, its message in the client's character
 // set as MariaDB writes its own in character_set_results: another engine's message (DuckDB's,
-// PostgreSQL's, the core's), UTF-8, goes to a latin1 client in latin1. A MySQL engine's is in
-// the client's set already (its connection is), and so is a message of the frontend's own
+// PostgreSQL's even in MariaDB's words and number, the core's), UTF-8, goes to a latin1 client
+// in latin1. A MySQL engine's is in the client's set already (its connection is), and so is a message of the frontend's own
 // (*mysql.MyError), which may quote the client's bytes; a message that is not UTF-8 is left as
 // it is.
 func (h *session) clientError(err error) *mysql.MyError {
@@ -121,7 +122,9 @@ func (h *session) clientError(err error) *mysql.MyError {
 	}
 	var own *mysql.MyError
 	var qe *query.Error
-	if errors.As(err, &own) || errors.As(err, &qe) && engineErrno.MatchString(qe.Message) {
+	var pe *pgconn.PgError
+	mysqlEngines := errors.As(err, &qe) && engineErrno.MatchString(qe.Message) && !errors.As(err, &pe)
+	if errors.As(err, &own) || mysqlEngines {
 		return me
 	}
 	return &mysql.MyError{Code: me.Code, State: me.State, Message: string(mysqlcharset.AppendLatin1(nil, me.Message))}
