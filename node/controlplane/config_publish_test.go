@@ -2,9 +2,12 @@ package controlplane
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,4 +114,48 @@ func TestPublishLogsEachNewRevisionOnce(t *testing.T) {
 			t.Fatalf("log line %d: %s\nwant %q in it", i, lines[i], want)
 		}
 	}
+}
+
+// A snapshot that does not build is logged as a warning naming why, without the store's
+// password, while the previous one stays served: an operator sees the failed reload.
+func TestRefreshLogsAFailedBuildWithoutItsPassword(t *testing.T) {
+	logs := &syncBuffer{}
+	srv := NewConfigServer(env.Real(slog.New(slog.NewTextHandler(logs, nil))), time.Second)
+	src := func(context.Context) (*snapshot.WorkerSnapshotV1, error) {
+		return nil, errors.New("dial postgres://qf:store-pw-4411@db:5432/config: connection refused")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	srv.env.Go(ctx, "refresh", func(ctx context.Context) { done <- srv.RunConfigRefresh(ctx, src, srv.env.NewSignal(), time.Second) })
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "connection refused"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line of the failed build:\n%s", logs.String())
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunConfigRefresh returned %v", err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "snapshot not rebuilt") || strings.Contains(out, "store-pw-4411") {
+		t.Fatalf("the failed build's log:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger may write while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
