@@ -13,13 +13,6 @@ import (
 	"github.com/queryflux/queryflux/internal/frontend/frontendtest"
 )
 
-// controlUserNames are user names holding a control character of each kind (C0 with NUL, DEL,
-// C1), and the character each must be refused for.
-var controlUserNames = []struct{ name, char string }{
-	{"a\x00b", "U+0000"}, {"\x00", "U+0000"}, {"alice\x00", "U+0000"}, {"al\x01ice", "U+0001"},
-	{"alice\n", "U+000A"}, {"a\tb", "U+0009"}, {"a\x1bb", "U+001B"}, {"a\x7fb", "U+007F"}, {"a\u0085b", "U+0085"},
-}
-
 // TestAUserNameHoldingAControlCharacterIsRefused: a Flight SQL client logging in (arrow-go's
 // Basic handshake, or Basic on the call itself) with a user name holding a NUL or another
 // control character is refused Unauthenticated, the message naming the character, before any
@@ -29,8 +22,8 @@ var controlUserNames = []struct{ name, char string }{
 func TestAUserNameHoldingAControlCharacterIsRefused(t *testing.T) {
 	backend := frontendtest.NewBackend(frontendtest.AllTypesEngine())
 	gate := &frontendtest.RecordingGate{Trust: map[string]bool{}}
-	for _, n := range controlUserNames {
-		gate.Trust[n.name] = true // even a name a Gate would let in
+	for _, n := range frontendtest.NULAndControlCharacterNames {
+		gate.Trust[n.Name] = true // even a name a Gate would let in
 	}
 	auth := &countingAuth{}
 	_, addr := serve(t, backend, Options{Auth: auth, Gate: gate})
@@ -42,12 +35,12 @@ func TestAUserNameHoldingAControlCharacterIsRefused(t *testing.T) {
 			t.Errorf("%s: %v; want Unauthenticated naming the control character %s", what, err, char)
 		}
 	}
-	for _, n := range controlUserNames {
-		_, err := c.Client.AuthenticateBasicToken(context.Background(), n.name, "pw")
-		refused(fmt.Sprintf("the handshake as %q", n.name), n.char, err)
-		ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", basicAuth(n.name, "pw"))
+	for _, n := range frontendtest.NULAndControlCharacterNames {
+		_, err := c.Client.AuthenticateBasicToken(context.Background(), n.Name, "pw")
+		refused(fmt.Sprintf("the handshake as %q", n.Name), n.Char, err)
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", basicAuth(n.Name, "pw"))
 		_, err = c.Execute(ctx, "types")
-		refused(fmt.Sprintf("a call with Basic %q", n.name), n.char, err)
+		refused(fmt.Sprintf("a call with Basic %q", n.Name), n.Char, err)
 	}
 	if admits, verifies, _ := gate.Reset(); len(admits)+len(verifies) != 0 || auth.count() != 0 {
 		t.Errorf("the Gate was told %+v %+v, the Authenticator asked %d times", admits, verifies, auth.count())

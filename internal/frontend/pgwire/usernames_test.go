@@ -17,13 +17,10 @@ import (
 // control character (C0, DEL, C1; a NUL ends the name on the wire) is refused FATAL 28000
 // naming the character, before the Gate or any password check, however trusting the Gate.
 func TestAUserNameHoldingAControlCharacterIsRefused(t *testing.T) {
-	names := []struct{ name, char string }{
-		{"al\x01ice", "U+0001"}, {"alice\n", "U+000A"}, {"a\tb", "U+0009"}, {"a\x1bb", "U+001B"},
-		{"a\x7fb", "U+007F"}, {"a\u0085b", "U+0085"},
-	}
+	names := frontendtest.ControlCharacterNames
 	gate := &frontendtest.RecordingGate{Trust: map[string]bool{"alice": true}}
 	for _, n := range names {
-		gate.Trust[n.name] = true
+		gate.Trust[n.Name] = true
 	}
 	addr := serveStub(t, Options{Gate: gate})
 	login := func(user string) error {
@@ -43,10 +40,10 @@ func TestAUserNameHoldingAControlCharacterIsRefused(t *testing.T) {
 		return err
 	}
 	for _, n := range names {
-		err := login(n.name)
+		err := login(n.Name)
 		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code != "28000" || pe.Severity != "FATAL" || !strings.Contains(pe.Message, "control character ("+n.char) {
-			t.Errorf("%q: %v; want FATAL 28000 naming the control character %s", n.name, err, n.char)
+		if !errors.As(err, &pe) || pe.Code != "28000" || pe.Severity != "FATAL" || !strings.Contains(pe.Message, "control character ("+n.Char) {
+			t.Errorf("%q: %v; want FATAL 28000 naming the control character %s", n.Name, err, n.Char)
 		}
 	}
 	if admits, verifies, _ := gate.Reset(); len(admits)+len(verifies) != 0 {

@@ -18,15 +18,12 @@ import (
 // so is such a name in X-Trino-User (what net/http lets a client send there: a tab, a C1
 // character). Nothing reaches the backend.
 func TestAUserNameHoldingAControlCharacterIsRefused(t *testing.T) {
-	names := []struct{ name, char string }{
-		{"a\x00b", "U+0000"}, {"\x00", "U+0000"}, {"alice\x00", "U+0000"}, {"al\x01ice", "U+0001"},
-		{"alice\n", "U+000A"}, {"a\tb", "U+0009"}, {"a\x1bb", "U+001B"}, {"a\x7fb", "U+007F"}, {"a\u0085b", "U+0085"},
-	}
+	names := frontendtest.NULAndControlCharacterNames
 	backend := frontendtest.NewBackend(frontendtest.AllTypesEngine())
 	gate := &frontendtest.RecordingGate{Trust: map[string]bool{"alice": true}}
 	auth := passwords{"alice": "pw"}
 	for _, n := range names {
-		gate.Trust[n.name], auth[n.name] = true, "pw" // a name a Gate or a password would let in
+		gate.Trust[n.Name], auth[n.Name] = true, "pw" // a name a Gate or a password would let in
 	}
 	ts := startServer(t, backend, Options{Auth: auth, Gate: gate})
 	refused := func(what, char string, err error) {
@@ -37,16 +34,16 @@ func TestAUserNameHoldingAControlCharacterIsRefused(t *testing.T) {
 	}
 	for i, n := range names {
 		client := fmt.Sprintf("sec-user-%d", i)
-		if err := trino.RegisterCustomClient(client, &http.Client{Transport: basicAuth{n.name, "pw"}}); err != nil {
+		if err := trino.RegisterCustomClient(client, &http.Client{Transport: basicAuth{n.Name, "pw"}}); err != nil {
 			t.Fatal(err)
 		}
 		db := openTrino(t, trino.Config{ServerURI: "http://" + ts.addr, CustomClientName: client})
 		_, err := db.Query("SELECT 1")
-		refused(fmt.Sprintf("Basic %q", n.name), n.char, err)
-		if !strings.ContainsAny(n.name, "\x00\x01\n\x1b\x7f") { // net/http refuses to send these in a field
-			db := openTrino(t, trino.Config{ServerURI: (&url.URL{Scheme: "http", User: url.User(n.name), Host: ts.addr}).String()})
+		refused(fmt.Sprintf("Basic %q", n.Name), n.Char, err)
+		if !strings.ContainsAny(n.Name, "\x00\x01\n\x1b\x7f") { // net/http refuses to send these in a field
+			db := openTrino(t, trino.Config{ServerURI: (&url.URL{Scheme: "http", User: url.User(n.Name), Host: ts.addr}).String()})
 			_, err := db.Query("SELECT 1")
-			refused(fmt.Sprintf("X-Trino-User %q", n.name), n.char, err)
+			refused(fmt.Sprintf("X-Trino-User %q", n.Name), n.Char, err)
 		}
 	}
 	if admits, verifies, _ := gate.Reset(); len(admits)+len(verifies) != 0 { // alice comes after
